@@ -1,0 +1,340 @@
+//! Rewriting the function body into a retry loop over the runtime's `Call` engine.
+//!
+//! The signature is kept token for token; only the body changes. Each attempt runs the user's
+//! block once, in a wrapper made fresh inside the loop (a non-`move` closure called at once, or a
+//! non-`move` async block awaited at once), so arguments are borrowed anew by every attempt and
+//! never cloned.
+
+use super::args::{self, Args, BackoffKind, Dur, Errors, JitterKind, NestedKind, Setting};
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, ItemFn, Path, ReturnType, Type};
+
+pub(crate) fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = args::parse(attr, &mut errors);
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(func) => func,
+        Err(e) => {
+            errors.at_span(
+                e.span(),
+                format!("`#[retryable]` goes on a function with a body; {e}"),
+            );
+            return with_errors(errors, item);
+        }
+    };
+    let ret = validate(&args, &func, &mut errors);
+    match (errors.into_result(), ret) {
+        (Ok(()), Some(ret)) => expand(&args, func, ret),
+        (result, _) => {
+            let errors = result.err().map(|e| e.to_compile_error());
+            // Still emit the function as written, so the rest of the crate type-checks and
+            // only the real mistakes are reported.
+            quote!(#errors #item)
+        }
+    }
+}
+
+fn with_errors(errors: Errors, item: TokenStream) -> TokenStream {
+    let errors = errors.into_result().err().map(|e| e.to_compile_error());
+    quote!(#errors #item)
+}
+
+/// Check what the arguments and the signature allow together; return the declared return type.
+fn validate(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<Type> {
+    let sig = &func.sig;
+    if let Some(constness) = &sig.constness {
+        errors.at(
+            constness,
+            "`#[retryable]` cannot apply to a `const fn`: retrying needs sleeps and a clock, which do not exist at compile time",
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.at(
+            variadic,
+            "`#[retryable]` cannot apply to a variadic function",
+        );
+    }
+    let is_async = sig.asyncness.is_some();
+    if !is_async {
+        if let Some(s) = &args.attempt_timeout {
+            errors.at(
+                &s.key,
+                "`attempt_timeout` needs an `async fn`: a sync attempt cannot be cancelled from outside; use `deadline` to bound the whole call",
+            );
+        }
+        if let Some(s) = &args.sleep {
+            errors.at(
+                &s.key,
+                "`sleep` only applies to an `async fn`; a sync function sleeps on its thread (virtually inside `testing::record_sleeps`)",
+            );
+        }
+    }
+    for (name, setting) in [
+        ("circuit", &args.circuit),
+        ("budget", &args.budget),
+        ("adaptive", &args.adaptive),
+    ] {
+        if let Some(s) = setting {
+            errors.at(
+                &s.key,
+                format!("`{name}` is not available in this version of retry-kit"),
+            );
+        }
+    }
+    if let Some(s) = &args.attempt_timeout {
+        if is_async {
+            errors.at(
+                &s.key,
+                "`attempt_timeout` is not available in this version of retry-kit",
+            );
+        }
+    }
+    match &sig.output {
+        ReturnType::Type(_, ty) => Some((**ty).clone()),
+        ReturnType::Default => {
+            errors.at(
+                &sig.ident,
+                format!(
+                    "`#[retryable]` retries functions that return `Result<T, E>`, and `{}` returns nothing; return a `Result` whose error says whether it is worth retrying",
+                    sig.ident
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
+    let krate: Path = match &args.krate {
+        Some(s) => s.value.clone(),
+        None => syn::parse_quote!(::retry_kit),
+    };
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+        ..
+    } = func;
+    // Inner attributes (`#![allow(...)]` at the top of the body) stay at the top of the body.
+    let (outer, inner): (Vec<_>, Vec<_>) = attrs
+        .into_iter()
+        .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
+    let ret_span = ret.span();
+    let ret = erase_impl_trait(ret);
+
+    let call = Ident::new("__rk", Span::mixed_site());
+    let out = Ident::new("__rk_out", Span::mixed_site());
+    let delay = Ident::new("__rk_delay", Span::mixed_site());
+    let classifier = Ident::new("__rk_classifier", Span::mixed_site());
+    let hook = Ident::new("__rk_hook", Span::mixed_site());
+    // Type errors about the outcome (not a `Result`, an error without `Classify`) point at the
+    // declared return type.
+    let after = Ident::new("after", ret_span);
+
+    let (policy_setup, policy_ref) = policy(args, &krate);
+    let needs_clock = args.on_failure.is_some();
+    let classify = classifier_expr(args, &krate);
+    let hook_expr = match &args.on_failure {
+        Some(s) => {
+            let path = &s.value;
+            quote!(#path)
+        }
+        None => quote!(#krate::__private::NoHook),
+    };
+
+    let attempt = if sig.asyncness.is_some() {
+        quote!(#call.attempt_async::<#ret, _>(async #block).await)
+    } else {
+        quote!(#call.attempt_sync::<#ret, _>(|| #block))
+    };
+    let sleep = if sig.asyncness.is_some() {
+        match &args.sleep {
+            Some(s) => {
+                let path = &s.value;
+                quote!(if !#delay.is_zero() { #path(#delay).await })
+            }
+            None => quote!(#krate::__private::sleep(#delay).await),
+        }
+    } else {
+        quote!(#call.sleep(#delay))
+    };
+
+    let after_call = quote_spanned!(ret_span=> #call.#after(&#out, &#classifier, &mut #hook));
+    quote! {
+        #(#outer)*
+        #vis #sig {
+            #(#inner)*
+            #policy_setup
+            let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock);
+            let #classifier = #classify;
+            let mut #hook = #hook_expr;
+            loop {
+                let #out = #attempt;
+                match #after_call {
+                    #krate::__private::Step::Return => return #out,
+                    #krate::__private::Step::Retry(#delay) => #sleep,
+                }
+            }
+        }
+    }
+}
+
+/// The statements that make the policy, and an expression of type `&RetryPolicy` naming it.
+fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
+    let mut overrides = TokenStream::new();
+    if let Some(s) = &args.idempotent {
+        let v = s.value;
+        overrides.extend(quote!(.idempotent(#v)));
+    }
+    if let Some(s) = &args.nested {
+        let v = nested(s.value, krate);
+        overrides.extend(quote!(.nested(#v)));
+    }
+
+    if let Some(Setting { value: expr, .. }) = &args.policy {
+        let value = Ident::new("__rk_policy", Span::mixed_site());
+        let span = expr.span();
+        let policy_of = quote_spanned!(span=> #krate::__private::policy_of);
+        let setup = if overrides.is_empty() {
+            quote! {
+                let #value = &(#expr);
+                let #value: &#krate::RetryPolicy = #policy_of(#value);
+            }
+        } else {
+            quote! {
+                let #value: #krate::RetryPolicy = (*#policy_of(&(#expr))) #overrides;
+            }
+        };
+        let reference = if overrides.is_empty() {
+            quote!(#value)
+        } else {
+            quote!(&#value)
+        };
+        return (setup, reference);
+    }
+
+    let mut builder = quote!(#krate::RetryPolicy::new());
+    if let Some(s) = &args.attempts {
+        let n = s.value;
+        builder.extend(quote!(.attempts(#n)));
+    }
+    if let Some(s) = &args.backoff {
+        let shape = match s.value {
+            BackoffKind::Exponential => quote!(Exponential),
+            BackoffKind::Fixed => quote!(Fixed),
+            BackoffKind::Linear => quote!(Linear),
+        };
+        builder.extend(quote!(.backoff(#krate::Backoff::#shape)));
+    }
+    for (name, setting) in [
+        ("base", &args.base),
+        ("max_delay", &args.max_delay),
+        ("deadline", &args.deadline),
+    ] {
+        if let Some(s) = setting {
+            let method = Ident::new(name, Span::call_site());
+            let d = duration(s.value, krate);
+            builder.extend(quote!(.#method(#d)));
+        }
+    }
+    if let Some(s) = &args.multiplier {
+        let m = s.value;
+        builder.extend(quote!(.multiplier(#m)));
+    }
+    if let Some(s) = &args.jitter {
+        let mode = match s.value {
+            JitterKind::None => quote!(None),
+            JitterKind::Full => quote!(Full),
+            JitterKind::Equal => quote!(Equal),
+            JitterKind::Decorrelated => quote!(Decorrelated),
+        };
+        builder.extend(quote!(.jitter(#krate::Jitter::#mode)));
+    }
+    builder.extend(overrides);
+    let name = Ident::new("__RK_POLICY", Span::mixed_site());
+    (
+        quote!(const #name: #krate::RetryPolicy = #builder;),
+        quote!(&#name),
+    )
+}
+
+fn nested(kind: NestedKind, krate: &Path) -> TokenStream {
+    match kind {
+        NestedKind::Retry => quote!(#krate::Nested::Retry),
+        NestedKind::Once => quote!(#krate::Nested::Once),
+    }
+}
+
+fn duration(d: Dur, krate: &Path) -> TokenStream {
+    let Dur { secs, nanos } = d;
+    quote!(#krate::__private::Duration::new(#secs, #nanos))
+}
+
+fn classifier_expr(args: &Args, krate: &Path) -> TokenStream {
+    let class = args.classify.as_ref().map(|s| &s.value);
+    let retry_after = args.retry_after.as_ref().map(|s| &s.value);
+    match (class, retry_after) {
+        (None, None) => quote!(#krate::__private::ByTrait),
+        (Some(class), None) => quote!(#class),
+        (class, Some(retry_after)) => {
+            let class = match class {
+                Some(path) => quote!(#path),
+                None => quote!(#krate::__private::class_of),
+            };
+            quote!(#krate::__private::WithRetryAfter(#class, #retry_after))
+        }
+    }
+}
+
+/// Replace `impl Trait` anywhere in a type with `_`, so that a return type such as
+/// `Result<impl Display, E>` can annotate an expression.
+fn erase_impl_trait(ty: Type) -> Type {
+    match ty {
+        Type::ImplTrait(t) => Type::Infer(syn::TypeInfer {
+            attrs: Vec::new(),
+            underscore_token: syn::Token![_](t.span()),
+        }),
+        Type::Path(mut p) => {
+            for segment in &mut p.path.segments {
+                if let syn::PathArguments::AngleBracketed(generic) = &mut segment.arguments {
+                    for arg in &mut generic.args {
+                        if let syn::GenericArgument::Type(t) = arg {
+                            *t = erase_impl_trait(t.clone());
+                        }
+                    }
+                }
+            }
+            Type::Path(p)
+        }
+        Type::Reference(mut r) => {
+            *r.elem = erase_impl_trait(*r.elem);
+            Type::Reference(r)
+        }
+        Type::Tuple(mut t) => {
+            for elem in &mut t.elems {
+                *elem = erase_impl_trait(elem.clone());
+            }
+            Type::Tuple(t)
+        }
+        Type::Slice(mut s) => {
+            *s.elem = erase_impl_trait(*s.elem);
+            Type::Slice(s)
+        }
+        Type::Array(mut a) => {
+            *a.elem = erase_impl_trait(*a.elem);
+            Type::Array(a)
+        }
+        Type::Paren(mut p) => {
+            *p.elem = erase_impl_trait(*p.elem);
+            Type::Paren(p)
+        }
+        Type::Group(mut g) => {
+            *g.elem = erase_impl_trait(*g.elem);
+            Type::Group(g)
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,8 @@
+//! `#[retryable(...)]`: parse the arguments, validate them against the function, expand.
+
+mod args;
+mod expand;
+
+#[allow(unused_imports)]
+pub(crate) use args::nearest;
+pub(crate) use expand::retryable;

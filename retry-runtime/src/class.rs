@@ -1,0 +1,210 @@
+//! Error classification: whether a second identical attempt could succeed.
+//!
+//! The class of an error is decided where the error is defined, because that is the only place
+//! with enough context to tell a lock timeout from a permission denial. A generic wrapper at the
+//! top of a call sees a type and a message; the error type itself knows what it means.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Whether a failed attempt is worth repeating with the same inputs.
+///
+/// ```
+/// use retry_kit::ErrorClass;
+///
+/// assert!(ErrorClass::Transient.is_retryable(false));
+/// assert!(!ErrorClass::IdempotentOnly.is_retryable(false));
+/// assert!(ErrorClass::IdempotentOnly.is_retryable(true));
+/// assert!(!ErrorClass::Permanent.is_retryable(true));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// A second identical attempt may succeed: a connection reset, a 503 during a rolling
+    /// restart, a lock wait timeout, a rate limit.
+    Transient,
+    /// The attempt will fail the same way again: a parse error, a schema mismatch, a 4xx, a
+    /// missing input. Never retried.
+    Permanent,
+    /// The outcome is unknown: the remote side may have done the work (a timeout on a write).
+    /// Retried only when the function is declared `idempotent`.
+    IdempotentOnly,
+}
+
+impl ErrorClass {
+    /// Whether an error of this class may be retried by a function with the given idempotence.
+    #[inline]
+    pub const fn is_retryable(self, idempotent: bool) -> bool {
+        match self {
+            ErrorClass::Transient => true,
+            ErrorClass::IdempotentOnly => idempotent,
+            ErrorClass::Permanent => false,
+        }
+    }
+
+    /// The lower-case name used in logs and events: `transient`, `permanent`, `idempotent_only`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::Permanent => "permanent",
+            ErrorClass::IdempotentOnly => "idempotent_only",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error that knows whether retrying it could help.
+///
+/// Implement it by hand, or derive it with `#[derive(Classify)]` and `#[classify(...)]` tags on
+/// the variants.
+///
+/// ```
+/// use retry_kit::{Classify, ErrorClass};
+/// use std::time::Duration;
+///
+/// #[derive(Debug)]
+/// enum ApiError {
+///     Throttled { wait: Duration },
+///     BadRequest,
+/// }
+///
+/// impl Classify for ApiError {
+///     fn class(&self) -> ErrorClass {
+///         match self {
+///             ApiError::Throttled { .. } => ErrorClass::Transient,
+///             ApiError::BadRequest => ErrorClass::Permanent,
+///         }
+///     }
+///     fn retry_after(&self) -> Option<Duration> {
+///         match self {
+///             ApiError::Throttled { wait } => Some(*wait),
+///             ApiError::BadRequest => None,
+///         }
+///     }
+/// }
+///
+/// assert_eq!(ApiError::BadRequest.class(), ErrorClass::Permanent);
+/// assert_eq!(
+///     ApiError::Throttled { wait: Duration::from_secs(2) }.retry_after(),
+///     Some(Duration::from_secs(2)),
+/// );
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not say whether it is worth retrying: it does not implement `Classify`",
+    label = "this error type needs a `Classify` impl",
+    note = "add `#[derive(Classify)]` with `#[classify(transient | permanent | idempotent_only)]` tags, implement `retry_kit::Classify` by hand, or pass `classify = path::to::fn` to `#[retryable]`"
+)]
+pub trait Classify {
+    /// The class that decides whether a second attempt could succeed.
+    fn class(&self) -> ErrorClass;
+
+    /// The wait the error itself asks for (a `Retry-After` header, a gRPC pushback), if any.
+    ///
+    /// The retry loop waits at least this long; a hint longer than the policy's `max_delay`
+    /// stops the loop instead.
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// The built-in table for I/O errors, by [`io::ErrorKind`].
+///
+/// | kinds | class |
+/// | --- | --- |
+/// | `ConnectionReset`, `ConnectionAborted`, `ConnectionRefused`, `Interrupted`, `WouldBlock`, `BrokenPipe`, `HostUnreachable`, `NetworkUnreachable`, `NetworkDown`, `ResourceBusy`, `NotConnected` | transient |
+/// | `TimedOut` | idempotent-only: the peer may have acted on the request |
+/// | everything else (`NotFound`, `PermissionDenied`, `InvalidInput`, `InvalidData`, `Unsupported`, `UnexpectedEof`, ...) | permanent |
+///
+/// Kinds not named here, including ones the standard library adds later, are permanent: an
+/// unknown failure is not retried into a struggling dependency.
+///
+/// ```
+/// use retry_kit::{Classify, ErrorClass};
+/// use std::io;
+///
+/// let reset = io::Error::from(io::ErrorKind::ConnectionReset);
+/// assert_eq!(reset.class(), ErrorClass::Transient);
+/// let missing = io::Error::from(io::ErrorKind::NotFound);
+/// assert_eq!(missing.class(), ErrorClass::Permanent);
+/// ```
+impl Classify for io::Error {
+    fn class(&self) -> ErrorClass {
+        io_kind_class(self.kind())
+    }
+}
+
+/// The class of an [`io::ErrorKind`], as documented on the `Classify for io::Error` impl.
+pub fn io_kind_class(kind: io::ErrorKind) -> ErrorClass {
+    use io::ErrorKind as K;
+    match kind {
+        K::ConnectionReset
+        | K::ConnectionAborted
+        | K::ConnectionRefused
+        | K::Interrupted
+        | K::WouldBlock
+        | K::BrokenPipe
+        | K::HostUnreachable
+        | K::NetworkUnreachable
+        | K::NetworkDown
+        | K::ResourceBusy
+        | K::NotConnected => ErrorClass::Transient,
+        K::TimedOut => ErrorClass::IdempotentOnly,
+        _ => ErrorClass::Permanent,
+    }
+}
+
+impl<E: Classify + ?Sized> Classify for &E {
+    fn class(&self) -> ErrorClass {
+        (**self).class()
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl<E: Classify + ?Sized> Classify for Box<E> {
+    fn class(&self) -> ErrorClass {
+        (**self).class()
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl<E: Classify + ?Sized> Classify for Arc<E> {
+    fn class(&self) -> ErrorClass {
+        (**self).class()
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+/// A `#[classify(retry_after)]` field: a `Duration` or an `Option<Duration>`.
+#[diagnostic::on_unimplemented(
+    message = "a `#[classify(retry_after)]` field must be a `Duration` or an `Option<Duration>`, not `{Self}`",
+    label = "not a `Duration` or `Option<Duration>`"
+)]
+pub trait IntoRetryAfter {
+    /// The wait the field asks for.
+    fn into_retry_after(&self) -> Option<Duration>;
+}
+
+impl IntoRetryAfter for Duration {
+    #[inline]
+    fn into_retry_after(&self) -> Option<Duration> {
+        Some(*self)
+    }
+}
+
+impl IntoRetryAfter for Option<Duration> {
+    #[inline]
+    fn into_retry_after(&self) -> Option<Duration> {
+        *self
+    }
+}

@@ -1,0 +1,35 @@
+//! The runtime behind [`retry-kit`](https://docs.rs/retry-kit): classification, backoff and
+//! jitter math, the sync and async retry loops, and the testing clock.
+//!
+//! Depend on `retry-kit` rather than on this crate: it re-exports everything here together with
+//! the `#[retryable]` and `#[derive(Classify)]` macros, and the macros' generated code names this
+//! crate only through it.
+//!
+//! One concept per module:
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | [`class`] | [`ErrorClass`], [`Classify`] and the built-in `std::io::Error` table |
+//! | [`error`] | the crate's own errors, [`TimedOut`] and [`CircuitOpen`] |
+//! | [`policy`] | [`RetryPolicy`], backoff shapes and [`Jitter`]: pure functions of attempt and draw |
+//! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
+//! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
+//! | [`clock`] | real, tokio and virtual time |
+//! | [`testing`] | [`testing::record_sleeps`] and [`testing::seed_jitter`] |
+#![warn(missing_docs, unreachable_pub)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod class;
+pub mod clock;
+pub mod context;
+pub mod error;
+pub mod policy;
+mod rng;
+pub mod run;
+pub mod testing;
+
+pub use class::{Classify, ErrorClass};
+pub use context::{Attempt, IdempotencyKey, current_attempt};
+pub use error::{CircuitOpen, TimedOut};
+pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
+pub use run::{Failure, Next, Retry, StopReason};

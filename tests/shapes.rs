@@ -1,0 +1,250 @@
+//! Every function shape the SPEC lists compiles and retries: free fns, methods with each
+//! receiver, generics, lifetimes, where clauses, `impl Trait` arguments, patterns, early
+//! returns and `?`, async fns (also in traits), and `Result` aliases.
+#![deny(warnings, unused_qualifications)]
+
+use retry_kit::{Classify, ErrorClass, retryable, testing};
+use std::io;
+
+#[derive(Debug, PartialEq, Classify)]
+enum Flaky {
+    #[classify(transient)]
+    Again,
+    #[classify(permanent)]
+    Broken,
+}
+
+impl From<io::Error> for Flaky {
+    fn from(_: io::Error) -> Self {
+        Flaky::Broken
+    }
+}
+
+#[retryable(attempts = 3, base = "0ms")]
+fn free_fn(calls: &mut u32) -> Result<u32, Flaky> {
+    *calls += 1;
+    if *calls < 3 {
+        Err(Flaky::Again)
+    } else {
+        Ok(*calls)
+    }
+}
+
+#[test]
+fn free_fn_with_mut_ref_argument_retries_until_success() {
+    let mut calls = 0;
+    assert_eq!(free_fn(&mut calls), Ok(3));
+    assert_eq!(calls, 3);
+}
+
+struct Counter {
+    calls: u32,
+    fail_until: u32,
+}
+
+impl Counter {
+    #[retryable(attempts = 5, base = "0ms")]
+    fn by_mut_ref(&mut self) -> Result<u32, Flaky> {
+        self.calls += 1;
+        if self.calls < self.fail_until {
+            return Err(Flaky::Again);
+        }
+        Ok(self.calls)
+    }
+
+    #[retryable(attempts = 2, base = "0ms")]
+    fn by_ref(&self, seen: &mut Vec<u32>) -> Result<(), Flaky> {
+        seen.push(self.calls);
+        Err(Flaky::Again)
+    }
+
+    #[retryable(attempts = 2, base = "0ms")]
+    fn by_value(self) -> Result<u32, Flaky> {
+        // `self` is only read, so every attempt borrows it afresh.
+        if self.calls == 0 {
+            Err(Flaky::Broken)
+        } else {
+            Ok(self.calls)
+        }
+    }
+
+    #[retryable(attempts = 4, base = "0ms")]
+    async fn async_by_mut_ref(&mut self, extra: &mut u32) -> Result<u32, Flaky> {
+        tokio::task::yield_now().await;
+        self.calls += 1;
+        *extra += 10;
+        if self.calls < self.fail_until {
+            Err(Flaky::Again)
+        } else {
+            Ok(self.calls)
+        }
+    }
+}
+
+#[test]
+fn methods_with_every_receiver_retry() {
+    let mut c = Counter {
+        calls: 0,
+        fail_until: 4,
+    };
+    assert_eq!(c.by_mut_ref(), Ok(4));
+    let mut seen = Vec::new();
+    assert_eq!(c.by_ref(&mut seen), Err(Flaky::Again));
+    assert_eq!(seen, [4, 4]);
+    assert_eq!(
+        Counter {
+            calls: 0,
+            fail_until: 0
+        }
+        .by_value(),
+        Err(Flaky::Broken)
+    );
+    assert_eq!(
+        Counter {
+            calls: 7,
+            fail_until: 0
+        }
+        .by_value(),
+        Ok(7)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_method_with_mut_self_and_mut_argument_retries() {
+    let mut c = Counter {
+        calls: 0,
+        fail_until: 3,
+    };
+    let mut extra = 0;
+    assert_eq!(c.async_by_mut_ref(&mut extra).await, Ok(3));
+    assert_eq!(extra, 30);
+}
+
+#[retryable(attempts = 2, base = "0ms")]
+fn generic<'a, T: Clone + 'a, U>(
+    items: &'a [T],
+    _unused: U,
+    count: &mut usize,
+) -> Result<Vec<T>, Flaky>
+where
+    U: Copy,
+{
+    *count += 1;
+    if *count == 1 {
+        Err(Flaky::Again)
+    } else {
+        Ok(items.to_vec())
+    }
+}
+
+#[test]
+fn generics_lifetimes_and_where_clauses_are_carried_through() {
+    let mut count = 0;
+    assert_eq!(generic(&[1, 2], 'x', &mut count), Ok(vec![1, 2]));
+    assert_eq!(count, 2);
+}
+
+#[retryable(attempts = 3, base = "0ms")]
+fn impl_trait_and_patterns(
+    mut source: impl Iterator<Item = Result<u8, Flaky>>,
+    (lo, hi): (u8, u8),
+) -> Result<u8, Flaky> {
+    let v = source.next().unwrap_or(Err(Flaky::Broken))?;
+    Ok(v.clamp(lo, hi))
+}
+
+#[test]
+fn impl_trait_arguments_patterns_and_question_mark_work() {
+    let source = vec![Err(Flaky::Again), Ok(200)].into_iter();
+    assert_eq!(impl_trait_and_patterns(source, (1, 100)), Ok(100));
+}
+
+#[retryable(attempts = 3, base = "0ms")]
+fn io_alias(errors: &mut Vec<io::ErrorKind>) -> io::Result<usize> {
+    match errors.pop() {
+        Some(kind) => Err(kind.into()),
+        None => Ok(errors.len()),
+    }
+}
+
+#[test]
+fn result_aliases_are_accepted() {
+    let mut errors = vec![io::ErrorKind::ConnectionReset, io::ErrorKind::Interrupted];
+    assert_eq!(io_alias(&mut errors).unwrap(), 0);
+    let mut errors = vec![io::ErrorKind::NotFound];
+    assert_eq!(
+        io_alias(&mut errors).unwrap_err().kind(),
+        io::ErrorKind::NotFound
+    );
+}
+
+trait Store {
+    async fn load(&mut self, key: &str) -> Result<String, Flaky>;
+    fn save(&mut self) -> Result<(), Flaky>;
+}
+
+struct Db {
+    fails: u32,
+}
+
+impl Store for Db {
+    #[retryable(attempts = 3, base = "10ms")]
+    async fn load(&mut self, key: &str) -> Result<String, Flaky> {
+        if self.fails > 0 {
+            self.fails -= 1;
+            return Err(Flaky::Again);
+        }
+        Ok(key.to_uppercase())
+    }
+
+    #[retryable(attempts = 3, base = "1s", jitter = "none")]
+    fn save(&mut self) -> Result<(), Flaky> {
+        if self.fails > 0 {
+            self.fails -= 1;
+            Err(Flaky::Again)?;
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn trait_impl_methods_sync_and_native_async_retry() {
+    let mut db = Db { fails: 2 };
+    assert_eq!(db.load("k").await, Ok("K".to_string()));
+    let mut db = Db { fails: 2 };
+    let (result, slept) = testing::record_sleeps(|| db.save());
+    assert_eq!(result, Ok(()));
+    assert_eq!(slept, [1, 2].map(std::time::Duration::from_secs));
+}
+
+fn assert_send<T: Send>(_: &T) {}
+
+#[retryable(attempts = 2)]
+async fn send_future(x: &u32) -> Result<u32, Flaky> {
+    tokio::task::yield_now().await;
+    Ok(*x)
+}
+
+#[test]
+fn async_future_is_send_when_the_body_is() {
+    let x = 1;
+    let fut = send_future(&x);
+    assert_send(&fut);
+}
+
+fn always_permanent(_: &Flaky) -> ErrorClass {
+    ErrorClass::Permanent
+}
+
+#[retryable(attempts = 5, classify = always_permanent)]
+fn classified_by_function(calls: &mut u32) -> Result<(), Flaky> {
+    *calls += 1;
+    Err(Flaky::Again)
+}
+
+#[test]
+fn classify_function_overrides_the_trait() {
+    let mut calls = 0;
+    assert_eq!(classified_by_function(&mut calls), Err(Flaky::Again));
+    assert_eq!(calls, 1);
+}
