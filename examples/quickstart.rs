@@ -1,0 +1,2 @@
+//! Placeholder replaced in the next commit.
+fn main() {}
