@@ -1,0 +1,249 @@
+//! Delay schedules: the worked examples of the SPEC and the seeds, every shape, and jitter
+//! properties checked over many draws rather than one sample.
+
+use retry_kit::{Backoff, Classify, Jitter, RetryPolicy, retryable, testing};
+use std::time::Duration;
+
+#[derive(Debug, PartialEq, Classify)]
+#[classify(transient)]
+struct Down;
+
+const fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+const fn ms(m: u64) -> Duration {
+    Duration::from_millis(m)
+}
+
+#[retryable(attempts = 12, base = "1s", max_delay = "300s", jitter = "none")]
+fn seed_schedule() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[test]
+fn exponential_base_1s_cap_300s_sleeps_the_seed_schedule() {
+    let (result, slept) = testing::record_sleeps(seed_schedule);
+    assert_eq!(result, Err(Down));
+    let expected = [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300].map(secs);
+    assert_eq!(slept, expected);
+}
+
+#[retryable(attempts = 5, base = "6s", max_delay = "48s", jitter = "none")]
+fn six_second_schedule() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[test]
+fn exponential_base_6s_cap_48s_sleeps_6_12_24_48() {
+    let (_, slept) = testing::record_sleeps(six_second_schedule);
+    assert_eq!(slept, [6, 12, 24, 48].map(secs));
+}
+
+#[retryable(attempts = 5, backoff = "fixed", base = "250ms", jitter = "none")]
+fn fixed() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[retryable(
+    attempts = 6,
+    backoff = "linear",
+    base = "1.5s",
+    max_delay = "5s",
+    jitter = "none"
+)]
+fn linear() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[retryable(attempts = 5, base = "100ms", multiplier = 1.5, jitter = "none")]
+fn slow_growth() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[test]
+fn fixed_linear_and_fractional_multipliers_follow_their_formulas() {
+    assert_eq!(testing::record_sleeps(fixed).1, [ms(250); 4]);
+    assert_eq!(
+        testing::record_sleeps(linear).1,
+        [ms(1500), ms(3000), ms(4500), secs(5), secs(5)]
+    );
+    assert_eq!(
+        testing::record_sleeps(slow_growth).1,
+        [ms(100), ms(150), ms(225), Duration::from_micros(337_500)]
+    );
+}
+
+#[test]
+fn nominal_delay_saturates_for_every_shape_and_attempt_number() {
+    let shapes = [Backoff::Exponential, Backoff::Fixed, Backoff::Linear];
+    let bases = [
+        Duration::ZERO,
+        Duration::from_nanos(1),
+        secs(1),
+        Duration::MAX,
+    ];
+    let caps = [Duration::ZERO, secs(30), Duration::MAX];
+    let multipliers = [1.0, 2.0, 1000.0, f64::MAX, f64::INFINITY, f64::NAN];
+    for shape in shapes {
+        for base in bases {
+            for cap in caps {
+                for m in multipliers {
+                    let p = RetryPolicy::new()
+                        .backoff(shape)
+                        .base(base)
+                        .max_delay(cap)
+                        .multiplier(m);
+                    for k in [0, 1, 2, 63, 64, 65, 1_000, u32::MAX - 1, u32::MAX] {
+                        let d = p.nominal_delay(k);
+                        assert!(
+                            d <= cap,
+                            "{shape:?} base {base:?} cap {cap:?} m {m} k {k}: {d:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn out_of_range_settings_saturate() {
+    // A multiplier below 1 (or NaN) means no growth; zero attempts means one.
+    let p = RetryPolicy::exponential(secs(1))
+        .multiplier(0.5)
+        .max_delay(secs(100));
+    assert_eq!(p.nominal_delay(10), secs(1));
+    let p = RetryPolicy::exponential(secs(1)).multiplier(f64::NAN);
+    assert_eq!(p.nominal_delay(10), secs(1));
+    assert_eq!(RetryPolicy::new().attempts(0).max_attempts(), 1);
+}
+
+/// Draws from a simple deterministic generator, independent of the crate's own.
+fn draws(n: usize) -> impl Iterator<Item = u64> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    })
+}
+
+const N: usize = 20_000;
+
+fn mean(samples: &[Duration]) -> f64 {
+    samples.iter().map(Duration::as_secs_f64).sum::<f64>() / samples.len() as f64
+}
+
+#[test]
+fn full_jitter_is_uniform_over_zero_to_d() {
+    let d = secs(8);
+    let samples: Vec<Duration> = draws(N)
+        .map(|r| Jitter::Full.apply(d, secs(1), secs(30), secs(1), r))
+        .collect();
+    assert!(samples.iter().all(|s| *s <= d));
+    let m = mean(&samples);
+    assert!((m - 4.0).abs() < 0.1, "mean {m}");
+    // Every eighth of the window gets about an eighth of the samples.
+    let mut buckets = [0usize; 8];
+    for s in &samples {
+        buckets[(s.as_secs_f64() as usize).min(7)] += 1;
+    }
+    for b in buckets {
+        assert!((b as f64 / N as f64 - 0.125).abs() < 0.015, "{buckets:?}");
+    }
+    assert!(
+        samples.iter().any(|s| *s < ms(100)),
+        "full jitter reaches near zero"
+    );
+}
+
+#[test]
+fn equal_jitter_keeps_half_and_spreads_the_other_half() {
+    let d = secs(8);
+    let samples: Vec<Duration> = draws(N)
+        .map(|r| Jitter::Equal.apply(d, secs(1), secs(30), secs(1), r))
+        .collect();
+    assert!(samples.iter().all(|s| *s >= secs(4) && *s <= d));
+    let m = mean(&samples);
+    assert!((m - 6.0).abs() < 0.05, "mean {m}");
+    assert!(samples.iter().any(|s| *s < Duration::from_millis(4100)));
+    assert!(samples.iter().any(|s| *s > Duration::from_millis(7900)));
+}
+
+#[test]
+fn decorrelated_jitter_stays_between_base_and_three_times_previous_under_the_cap() {
+    let (base, cap) = (ms(100), secs(5));
+    let mut previous = base;
+    let mut seen_cap = false;
+    for r in draws(N) {
+        let s = Jitter::Decorrelated.apply(secs(1), base, cap, previous, r);
+        assert!(s >= base.min(cap));
+        assert!(
+            s <= (previous * 3).max(base).min(cap),
+            "{s:?} after {previous:?}"
+        );
+        seen_cap |= s == cap;
+        previous = s;
+    }
+    // The walk reaches the cap and comes back down: it is not stuck at either end.
+    assert!(seen_cap);
+    let low = draws(N)
+        .map(|r| Jitter::Decorrelated.apply(secs(1), base, cap, secs(5), r))
+        .filter(|s| *s < secs(1))
+        .count();
+    assert!(low > N / 20, "{low}");
+}
+
+#[test]
+fn no_jitter_returns_the_delay_capped() {
+    for r in draws(100) {
+        assert_eq!(
+            Jitter::None.apply(secs(3), secs(1), secs(2), secs(1), r),
+            secs(2)
+        );
+    }
+}
+
+#[retryable(attempts = 8, base = "100ms", jitter = "full")]
+fn jittered() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[test]
+fn seeded_jitter_reproduces_the_schedule_and_other_seeds_differ() {
+    testing::seed_jitter(42);
+    let first = testing::record_sleeps(jittered).1;
+    testing::seed_jitter(42);
+    let again = testing::record_sleeps(jittered).1;
+    testing::seed_jitter(43);
+    let other = testing::record_sleeps(jittered).1;
+    assert_eq!(first, again);
+    assert_ne!(first, other);
+    assert_eq!(first.len(), 7);
+    for (k, d) in first.iter().enumerate() {
+        assert!(*d <= ms(100) * 2u32.pow(k as u32), "sleep {k}: {d:?}");
+    }
+}
+
+#[retryable(attempts = 4, base = "1s", max_delay = "2s", jitter = "decorrelated")]
+fn decorrelated_loop() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[test]
+fn the_loop_feeds_each_decorrelated_sleep_into_the_next() {
+    for seed in 0..200 {
+        testing::seed_jitter(seed);
+        let slept = testing::record_sleeps(decorrelated_loop).1;
+        let mut previous = secs(1);
+        for s in slept {
+            assert!(
+                s >= secs(1) && s <= (previous * 3).min(secs(2)),
+                "seed {seed}: {s:?}"
+            );
+            previous = s;
+        }
+    }
+}
