@@ -158,6 +158,11 @@ impl<T, E> Outcome for Result<T, E> {
 /// Decides the class and the wait hint of an error: the [`Classify`] impl ([`ByTrait`]), a
 /// function `Fn(&E) -> ErrorClass` (no hint), or both a class function and a hint function
 /// ([`WithRetryAfter`]).
+#[diagnostic::on_unimplemented(
+    message = "`{E}` does not say whether it is worth retrying: it does not implement `Classify`",
+    label = "the error type of this `Result` needs a `Classify` impl",
+    note = "add `#[derive(Classify)]` with `#[classify(transient | permanent | idempotent_only)]` tags, implement `retry_kit::Classify` by hand, or pass `classify = path::to::fn` taking `&{E}` and returning `ErrorClass`"
+)]
 pub trait Classifier<E: ?Sized> {
     /// The class of `error`.
     fn class(&self, error: &E) -> ErrorClass;

@@ -1,0 +1,10 @@
+use retry_kit::{retryable, Classify};
+
+#[derive(Debug, Classify)]
+#[classify(transient)]
+struct E;
+
+#[retryable(attempts = "five")]
+fn f() -> Result<(), E> { Ok(()) }
+
+fn main() {}

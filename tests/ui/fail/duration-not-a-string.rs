@@ -1,0 +1,10 @@
+use retry_kit::{retryable, Classify};
+
+#[derive(Debug, Classify)]
+#[classify(transient)]
+struct E;
+
+#[retryable(deadline = 30)]
+fn f() -> Result<(), E> { Ok(()) }
+
+fn main() {}

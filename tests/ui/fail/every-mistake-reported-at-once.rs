@@ -1,0 +1,10 @@
+use retry_kit::{retryable, Classify};
+
+#[derive(Debug, Classify)]
+#[classify(transient)]
+struct E;
+
+#[retryable(attempts = 0, backoff = "quadratic", base = "fast", bogus = 1)]
+fn f() -> Result<(), E> { Ok(()) }
+
+fn main() {}

@@ -1,0 +1,6 @@
+use retry_kit::retryable;
+
+#[retryable(attempts = 3)]
+struct NotAFunction;
+
+fn main() {}

@@ -1,0 +1,10 @@
+use retry_kit::{retryable, Classify};
+
+#[derive(Debug, Classify)]
+#[classify(transient)]
+struct E;
+
+#[retryable]
+fn f() -> Option<u32> { None }
+
+fn main() {}
