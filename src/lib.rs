@@ -1,4 +1,4 @@
-//! TUTORIAL_PLACEHOLDER
+#![doc = include_str!("tutorial.md")]
 #![warn(missing_docs)]
 
 pub use retry_macros::{Classify, retryable};

@@ -231,12 +231,8 @@ impl RetryPolicy {
 
     /// The exponential growth factor. Below 1, or not a number, it saturates to 1.
     pub const fn multiplier(mut self, multiplier: f64) -> Self {
-        // `!(m >= 1.0)` also catches NaN.
-        self.multiplier = if !(multiplier >= 1.0) {
-            1.0
-        } else {
-            multiplier
-        };
+        // A NaN compares false, so it also becomes 1.
+        self.multiplier = if multiplier >= 1.0 { multiplier } else { 1.0 };
         self
     }
 
