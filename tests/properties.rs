@@ -19,7 +19,11 @@ fn any_duration() -> impl Strategy<Value = Duration> {
 }
 
 fn any_shape() -> impl Strategy<Value = Backoff> {
-    prop_oneof![Just(Backoff::Exponential), Just(Backoff::Fixed), Just(Backoff::Linear)]
+    prop_oneof![
+        Just(Backoff::Exponential),
+        Just(Backoff::Fixed),
+        Just(Backoff::Linear)
+    ]
 }
 
 fn any_jitter() -> impl Strategy<Value = Jitter> {

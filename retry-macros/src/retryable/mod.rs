@@ -2,6 +2,8 @@
 
 mod args;
 mod expand;
+#[cfg(test)]
+mod robustness;
 
 #[allow(unused_imports)]
 pub(crate) use args::nearest;
