@@ -125,3 +125,35 @@ proptest! {
         prop_assert!(slept.iter().sum::<Duration>() <= Duration::from_millis(deadline_ms));
     }
 }
+
+#[test]
+fn duration_max_sleeps_neither_panic_nor_fit_in_a_deadline() {
+    // Sleeps of Duration::MAX overflow any Instant: the virtual clock saturates instead.
+    let policy = RetryPolicy::fixed(Duration::MAX)
+        .max_delay(Duration::MAX)
+        .jitter(Jitter::None)
+        .attempts(3);
+    let mut calls = 0;
+    let (_, slept) = testing::record_sleeps(|| {
+        policy.call(|| {
+            calls += 1;
+            Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset))
+        })
+    });
+    assert_eq!(calls, 3);
+    assert_eq!(slept, [Duration::MAX; 2]);
+
+    let with_deadline = policy.deadline(Duration::from_secs(10));
+    let mut calls = 0;
+    let (_, slept) = testing::record_sleeps(|| {
+        with_deadline.call(|| {
+            calls += 1;
+            Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset))
+        })
+    });
+    assert_eq!(
+        calls, 1,
+        "a Duration::MAX sleep cannot fit in a 10 s deadline"
+    );
+    assert!(slept.is_empty());
+}

@@ -45,10 +45,25 @@ fn real_now() -> Instant {
 
 impl Virtual {
     fn now(&self) -> Instant {
-        self.origin
-            .checked_add(self.advanced)
-            .unwrap_or(self.origin)
+        saturating_add(self.origin, self.advanced)
     }
+}
+
+/// `instant + d`, or the latest instant this platform represents on the way there: virtual time
+/// never runs backwards, however long the recorded sleeps.
+pub(crate) fn saturating_add(instant: Instant, d: Duration) -> Instant {
+    if let Some(later) = instant.checked_add(d) {
+        return later;
+    }
+    // Binary search for the largest representable step: at most ~94 halvings of a Duration.
+    let (mut reached, mut step) = (instant, d);
+    while !step.is_zero() {
+        match reached.checked_add(step) {
+            Some(later) => reached = later,
+            None => step /= 2,
+        }
+    }
+    reached
 }
 
 /// Block this thread for `d`, or advance the virtual clock by `d` inside `record_sleeps`.
@@ -100,5 +115,22 @@ pub(crate) fn with_virtual_time<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) 
 pub async fn sleep(d: Duration) {
     if !d.is_zero() {
         tokio::time::sleep(d).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturating_add_never_goes_backwards() {
+        let now = Instant::now();
+        let far = saturating_add(now, Duration::MAX);
+        assert!(far > now);
+        assert_eq!(saturating_add(far, Duration::from_secs(1)), far);
+        assert_eq!(
+            saturating_add(now, Duration::from_secs(1)),
+            now + Duration::from_secs(1)
+        );
     }
 }
