@@ -181,3 +181,52 @@ fn an_inner_call_never_sleeps_past_the_outer_deadline() {
     );
     assert_eq!(calls, 4);
 }
+
+#[retryable(attempts = 5, backoff = "fixed", base = "10s", jitter = "none")]
+async fn slow_attempts(hang_first: bool) -> Result<u32, Again> {
+    let a = current_attempt().unwrap();
+    if hang_first && a.number() == 1 {
+        std::future::pending::<()>().await;
+    }
+    if a.number() < 2 {
+        Err(Again)
+    } else {
+        Ok(a.number())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_call_mid_attempt_or_mid_sleep_leaves_no_context_behind() {
+    // Mid-attempt: the first attempt never finishes.
+    let cancelled = tokio::time::timeout(Duration::from_secs(1), slow_attempts(true)).await;
+    assert!(cancelled.is_err());
+    assert!(current_attempt().is_none());
+    // Mid-sleep: the first attempt fails and the 10 s sleep is cut short.
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), slow_attempts(false)).await;
+    assert!(cancelled.is_err());
+    assert!(current_attempt().is_none());
+    // A fresh call starts from attempt 1 again.
+    assert_eq!(slow_attempts(false).await, Ok(2));
+}
+
+static PANICKING_ATTEMPTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+#[retryable(attempts = 3, base = "0ms")]
+async fn panics_async() -> Result<(), Again> {
+    PANICKING_ATTEMPTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    tokio::task::yield_now().await;
+    assert!(current_attempt().is_some());
+    panic!("boom");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_async_panic_propagates_unretried_and_leaves_no_context_behind() {
+    let joined = tokio::spawn(panics_async()).await;
+    assert!(joined.unwrap_err().is_panic());
+    assert_eq!(
+        PANICKING_ATTEMPTS.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    assert!(current_attempt().is_none());
+    assert_eq!(slow_attempts(false).await, Ok(2));
+}
