@@ -56,6 +56,10 @@ pub enum Jitter {
     /// Keeps half of `d` and randomises the other half: never retries immediately.
     Equal,
     /// Ignores the attempt number: uniform in `[base, 3 * previous sleep]`, capped.
+    ///
+    /// `previous` is this call's previous jittered delay, starting at `base`. A longer wait
+    /// imposed by an error's retry-after hint does not feed into it: the hint is the server's
+    /// schedule, not ours, and letting it compound would triple every later wait.
     Decorrelated,
 }
 
