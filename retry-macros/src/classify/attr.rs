@@ -89,6 +89,9 @@ pub(crate) struct Attrs<'a> {
     pub(crate) default: Option<Setting<'a, Class>>,
     pub(crate) krate: Option<Setting<'a, Path>>,
     pub(crate) retry_after: Option<Setting<'a, ()>>,
+    /// A class (a tag, or an enum's `default`) was written but could not be used, and that is
+    /// already reported: a second "has no class" error about the same item would be noise.
+    pub(crate) class_attempted: bool,
 }
 
 /// The kind of item an attribute sits on.
@@ -169,6 +172,7 @@ pub(crate) fn get<'a>(
         default: None,
         krate: None,
         retry_after: None,
+        class_attempted: false,
     };
     for attr in attrs.iter().filter(|a| a.path().is_ident("classify")) {
         let mut parser = Parser {
@@ -211,7 +215,13 @@ impl<'a> Parser<'_, 'a> {
         };
         let name = key.to_string();
         if !self.place.accepted().contains(&name.as_str()) {
-            let message = if ALL.contains(&name.as_str()) {
+            let known = ALL.contains(&name.as_str());
+            if self.place == Place::Union && known {
+                // The union itself is the mistake, reported once by the validation pass.
+                return skip_value(meta);
+            }
+            self.attrs.class_attempted |= self.meant_a_class(&name, known);
+            let message = if known {
                 self.misplaced(&name)
             } else {
                 self.unknown(&name)
@@ -224,11 +234,10 @@ impl<'a> Parser<'_, 'a> {
                 self.no_value(meta, &key)?;
                 self.set_tag(key, Tag::Delegate);
             }
-            "with" => {
-                if let Some(path) = self.with_value(meta, &key)? {
-                    self.set_tag(key, Tag::With(path));
-                }
-            }
+            "with" => match self.with_value(meta, &key)? {
+                Some(path) => self.set_tag(key, Tag::With(path)),
+                None => self.attrs.class_attempted = true,
+            },
             "default" => self.default(meta, key)?,
             "crate" => self.krate(meta, key)?,
             "retry_after" => {
@@ -249,6 +258,16 @@ impl<'a> Parser<'_, 'a> {
             }
         }
         Ok(())
+    }
+
+    /// Whether a rejected key was most likely meant to give this item its class.
+    fn meant_a_class(&self, name: &str, known: bool) -> bool {
+        match self.place {
+            Place::Variant | Place::Struct => !known || name == "default",
+            Place::Enum if known => TAGS.contains(&name),
+            Place::Enum => nearest(name, self.place.accepted()) != Some("crate"),
+            Place::Union | Place::Field => false,
+        }
     }
 
     fn setting<T>(&self, key: Ident, value: T) -> Setting<'a, T> {
@@ -397,6 +416,8 @@ impl<'a> Parser<'_, 'a> {
     }
 
     fn default(&mut self, meta: &ParseNestedMeta<'_>, key: Ident) -> syn::Result<()> {
+        // Until a usable class is read, the untagged variants are covered by this report.
+        self.attrs.class_attempted = true;
         let Some(value) = self.value(meta, &key, "transient")? else {
             return Ok(());
         };
@@ -420,11 +441,15 @@ impl<'a> Parser<'_, 'a> {
             _ => None,
         };
         let Some(class) = word.as_deref().and_then(Class::from_keyword) else {
-            let suggestion = word
-                .as_deref()
-                .and_then(|w| nearest(w, Class::KEYWORDS))
-                .map(|near| format!("; did you mean `{near}`?"))
-                .unwrap_or_default();
+            let suggestion = match word.as_deref() {
+                Some(tag @ ("delegate" | "with")) => {
+                    format!("; `{tag}` is not a class: put it on each variant it applies to")
+                }
+                Some(other) => nearest(other, Class::KEYWORDS)
+                    .map(|near| format!("; did you mean `{near}`?"))
+                    .unwrap_or_default(),
+                None => String::new(),
+            };
             let message = format!(
                 "`default` on {owner} must be `transient`, `permanent` or `idempotent_only`{suggestion}"
             );
@@ -439,6 +464,7 @@ impl<'a> Parser<'_, 'a> {
             self.errors.at(&key, message);
         } else {
             self.attrs.default = Some(self.setting(key, class));
+            self.attrs.class_attempted = false;
         }
         Ok(())
     }

@@ -12,7 +12,11 @@ pub(crate) fn check(input: &Input<'_>, errors: &mut Errors) {
     match input {
         Input::Enum(e) => {
             for variant in &e.variants {
-                if variant.attrs.tag.is_none() && e.attrs.default.is_none() {
+                let covered = variant.attrs.tag.is_some()
+                    || variant.attrs.class_attempted
+                    || e.attrs.default.is_some()
+                    || e.attrs.class_attempted;
+                if !covered {
                     errors.at(
                         variant.ident,
                         format!(
@@ -27,7 +31,7 @@ pub(crate) fn check(input: &Input<'_>, errors: &mut Errors) {
             }
         }
         Input::Struct(s) => {
-            if s.body.attrs.tag.is_none() {
+            if s.body.attrs.tag.is_none() && !s.body.attrs.class_attempted {
                 errors.at(
                     s.body.ident,
                     format!(
@@ -138,7 +142,7 @@ fn field_name(field: &Field<'_>) -> String {
     match &field.original.ident {
         Some(name) => format!("`{name}`"),
         None => match &field.member {
-            syn::Member::Unnamed(index) => format!("{}", index.index),
+            syn::Member::Unnamed(index) => format!("`{}`", index.index),
             syn::Member::Named(name) => format!("`{name}`"),
         },
     }
