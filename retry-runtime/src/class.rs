@@ -192,19 +192,19 @@ impl<E: Classify + ?Sized> Classify for Arc<E> {
 )]
 pub trait IntoRetryAfter {
     /// The wait the field asks for.
-    fn into_retry_after(&self) -> Option<Duration>;
+    fn as_retry_after(&self) -> Option<Duration>;
 }
 
 impl IntoRetryAfter for Duration {
     #[inline]
-    fn into_retry_after(&self) -> Option<Duration> {
+    fn as_retry_after(&self) -> Option<Duration> {
         Some(*self)
     }
 }
 
 impl IntoRetryAfter for Option<Duration> {
     #[inline]
-    fn into_retry_after(&self) -> Option<Duration> {
+    fn as_retry_after(&self) -> Option<Duration> {
         *self
     }
 }

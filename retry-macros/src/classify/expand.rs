@@ -156,7 +156,7 @@ impl Context<'_> {
             let ty = field.ty;
             let bound = quote!(#krate::__private::IntoRetryAfter);
             self.bound_if_generic(ty, bound.clone());
-            (field, quote!(<#ty as #bound>::into_retry_after(#inner)))
+            (field, quote!(<#ty as #bound>::as_retry_after(#inner)))
         };
         Some(Arm {
             path: pattern_path(variant),
