@@ -60,6 +60,7 @@ impl Classify for TimedOut {
 /// let err = CircuitOpen::new(Duration::from_secs(3));
 /// assert_eq!(err.class(), ErrorClass::Transient);
 /// assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
+/// assert_eq!(err.next_probe_in(), Duration::from_secs(3));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CircuitOpen {
@@ -73,7 +74,10 @@ impl CircuitOpen {
     }
 
     /// The time until the breaker admits its next probe.
-    pub const fn retry_after(&self) -> Duration {
+    ///
+    /// Named apart from [`Classify::retry_after`] (the same wait, as `Some`) so that an inherent
+    /// method does not shadow the trait's on a concrete `CircuitOpen`.
+    pub const fn next_probe_in(&self) -> Duration {
         self.retry_after
     }
 }
