@@ -201,6 +201,7 @@ struct Parser<'p, 'a> {
 impl<'a> Parser<'_, 'a> {
     fn key(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
         let Some(key) = single_ident(&meta.path) else {
+            self.attrs.class_attempted |= self.meant_a_class("", false);
             let path = &meta.path;
             let text = quote::quote!(#path).to_string().replace(' ', "");
             self.errors.at(

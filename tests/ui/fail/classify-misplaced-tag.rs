@@ -3,7 +3,7 @@ use retry_kit::Classify;
 use std::time::Duration;
 
 #[derive(Debug, Classify)]
-#[classify(transient, retry_after)]
+#[classify(retry_after)]
 enum ApiError {
     #[classify(default = permanent)]
     Busy,
@@ -12,6 +12,14 @@ enum ApiError {
         #[classify(transient, default = permanent)]
         wait: Duration,
     },
+    #[classify(retry_after)]
+    Untagged,
+}
+
+#[derive(Debug, Classify)]
+#[classify(transient)]
+enum MeantADefault {
+    Reset,
 }
 
 #[derive(Debug, Classify)]

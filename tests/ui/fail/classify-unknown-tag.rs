@@ -1,9 +1,10 @@
-//! Unknown tags say what is accepted where they are, and suggest the nearest valid one.
+//! Unknown tags say what is accepted where they are, and suggest the nearest valid one. A
+//! variant whose tag was unreadable is not also reported as untagged; a variant with no tag at
+//! all still is.
 use retry_kit::Classify;
 use std::time::Duration;
 
 #[derive(Debug, Classify)]
-#[classify(defualt = transient)]
 enum ApiError {
     #[classify(transiant)]
     Busy,
@@ -18,6 +19,13 @@ enum ApiError {
     },
     #[classify(retry_kit::transient)]
     Qualified,
+    Plain,
+}
+
+#[derive(Debug, Classify)]
+#[classify(defualt = transient)]
+enum Defaulted {
+    Untagged,
 }
 
 fn main() {}
