@@ -243,12 +243,14 @@ impl<'a> Parser<'_, 'a> {
             "crate" => self.krate(meta, key)?,
             "retry_after" => {
                 self.no_value(meta, &key)?;
-                if self.attrs.retry_after.is_some() {
-                    let message = format!("duplicate `retry_after` on {}: remove one", self.owner);
-                    self.errors.at(&key, message);
-                } else {
-                    self.attrs.retry_after = Some(self.setting(key, ()));
-                }
+                let setting = self.setting(key, ());
+                set_once(
+                    &mut self.attrs.retry_after,
+                    setting,
+                    self.owner,
+                    self.errors,
+                    |()| None,
+                );
             }
             word => {
                 // The only accepted keys left are the three classes.
@@ -457,16 +459,15 @@ impl<'a> Parser<'_, 'a> {
             self.errors.at(&value, message);
             return Ok(());
         };
-        if let Some(first) = &self.attrs.default {
-            let message = format!(
-                "duplicate `default` on {owner}: it is already `{}`; keep one",
-                first.value.keyword()
-            );
-            self.errors.at(&key, message);
-        } else {
-            self.attrs.default = Some(self.setting(key, class));
-            self.attrs.class_attempted = false;
-        }
+        let setting = self.setting(key, class);
+        set_once(
+            &mut self.attrs.default,
+            setting,
+            owner,
+            self.errors,
+            |first| Some(format!("`{}`", first.keyword())),
+        );
+        self.attrs.class_attempted = false;
         Ok(())
     }
 
@@ -486,14 +487,42 @@ impl<'a> Parser<'_, 'a> {
                 return Ok(());
             }
         };
-        if self.attrs.krate.is_some() {
-            let message = format!("duplicate `crate` on {owner}: it is already set; keep one");
-            self.errors.at(&key, message);
-        } else {
-            self.attrs.krate = Some(self.setting(key, path));
-        }
+        let setting = self.setting(key, path);
+        set_once(
+            &mut self.attrs.krate,
+            setting,
+            owner,
+            self.errors,
+            |first| {
+                Some(format!(
+                    "`{}`",
+                    quote::quote!(#first).to_string().replace(' ', "")
+                ))
+            },
+        );
         Ok(())
     }
+}
+
+/// Store a key that may be given once. A repeat is reported at its key, saying what the first
+/// one set when `first_was` can tell, and the first one is kept.
+fn set_once<'a, T>(
+    slot: &mut Option<Setting<'a, T>>,
+    new: Setting<'a, T>,
+    owner: &str,
+    errors: &mut Errors,
+    first_was: impl FnOnce(&T) -> Option<String>,
+) {
+    let Some(first) = slot else {
+        *slot = Some(new);
+        return;
+    };
+    let key = &new.key;
+    let message = match first_was(&first.value) {
+        Some(was) => format!("duplicate `{key}` on {owner}: it is already {was}; keep one"),
+        None => format!("duplicate `{key}` on {owner}: keep one"),
+    };
+    errors.at(key, message);
 }
 
 /// The key as one identifier (`crate` included), or `None` for a longer path such as `a::b`.
