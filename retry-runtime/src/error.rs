@@ -59,8 +59,8 @@ impl Classify for TimedOut {
 ///
 /// let err = CircuitOpen::new(Duration::from_secs(3));
 /// assert_eq!(err.class(), ErrorClass::Transient);
-/// assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
-/// assert_eq!(err.next_probe_in(), Duration::from_secs(3));
+/// assert_eq!(err.retry_after(), Duration::from_secs(3));
+/// assert_eq!(Classify::retry_after(&err), Some(Duration::from_secs(3)));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CircuitOpen {
@@ -74,10 +74,7 @@ impl CircuitOpen {
     }
 
     /// The time until the breaker admits its next probe.
-    ///
-    /// Named apart from [`Classify::retry_after`] (the same wait, as `Some`) so that an inherent
-    /// method does not shadow the trait's on a concrete `CircuitOpen`.
-    pub const fn next_probe_in(&self) -> Duration {
+    pub const fn retry_after(&self) -> Duration {
         self.retry_after
     }
 }

@@ -7,7 +7,8 @@ use super::ast::{Input, Variant};
 use super::attr::{Class, Tag};
 use super::valid::{delegate_field, retry_after_field};
 use proc_macro2::{Ident, Span, TokenStream, TokenTree};
-use quote::{ToTokens, quote};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{Member, Type};
 
 pub(crate) fn impl_classify(input: &Input<'_>) -> TokenStream {
@@ -154,9 +155,19 @@ impl Context<'_> {
         } else {
             let field = retry_after_field(variant)?;
             let ty = field.ty;
+            // The trait is implemented for the borrowed field (`&Duration`, `&Option<Duration>`).
+            // The `&` takes the field type's span so that a wrong type is reported there.
             let bound = quote!(#krate::__private::IntoRetryAfter);
-            self.bound_if_generic(ty, bound.clone());
-            (field, quote!(<#ty as #bound>::as_retry_after(#inner)))
+            let amp = quote_spanned!(ty.span()=> &);
+            if mentions(ty.to_token_stream(), self.params) {
+                let lifetime = syn::Lifetime::new("'__classify", Span::mixed_site());
+                self.bounds
+                    .push(quote!(for<#lifetime> &#lifetime #ty: #bound));
+            }
+            (
+                field,
+                quote!(<#amp #ty as #bound>::into_retry_after(#inner)),
+            )
         };
         Some(Arm {
             path: pattern_path(variant),
