@@ -110,7 +110,196 @@ pub fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
     retryable::retryable(attr.into(), item.into()).into()
 }
 
-/// Implement `Classify` from `#[classify(...)]` tags. See the `retry-kit` crate.
+/// Implement `Classify` from `#[classify(...)]` tags on an error type.
+///
+/// Whether a second identical attempt could succeed is decided where the error is defined,
+/// because that is the only place that knows what each variant means. The derive writes
+/// `class()` (and `retry_after()` where a variant carries a wait) from one tag per variant.
+///
+/// # Tags
+///
+/// | where | tag | meaning |
+/// | --- | --- | --- |
+/// | variant or struct | `transient` | a second identical attempt may succeed (reset, lock wait timeout, deadlock, rate limit) |
+/// | variant or struct | `permanent` | it will fail the same way (bad input, constraint violation): never retried |
+/// | variant or struct | `idempotent_only` | the outcome is unknown (a timed-out write): retried only by `idempotent` functions |
+/// | variant or struct | `delegate` | the single field implements `Classify`; class *and* retry-after come from it |
+/// | variant or struct | `with = path` | a `fn(&Self) -> ErrorClass`, for classes that depend on a field's value |
+/// | enum | `default = transient \| permanent \| idempotent_only` | the class of every untagged variant |
+/// | enum or struct | `crate = path` | where the generated code finds `retry_kit` (default `::retry_kit`), for facades that re-export it |
+/// | field | `retry_after` | this `Duration` or `Option<Duration>` field is the wait the error asks for |
+///
+/// Tags may be split over several `#[classify(...)]` attributes. A variant takes exactly one
+/// of the first five; without an enum `default`, every variant must have one.
+///
+/// # Example: a database error
+///
+/// Connection resets, lock wait timeouts, deadlocks and serialization failures are resolved by
+/// trying again; a unique violation is not. A statement timeout leaves a write's outcome
+/// unknown. "Insufficient resources" is both: a memory limit fails the same query the same way,
+/// while a connection limit clears when other clients finish, which only the error code tells.
+///
+/// ```
+/// use retry_kit::{retryable, Classify, ErrorClass};
+/// use std::time::Duration;
+///
+/// /// SQLSTATE codes of the "insufficient resources" class.
+/// const OUT_OF_MEMORY: &str = "53200";
+/// const TOO_MANY_CONNECTIONS: &str = "53300";
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// pub enum DbError {
+///     /// The connection dropped: the statement never ran, or was rolled back with it.
+///     #[error("connection reset by the server")]
+///     #[classify(transient)]
+///     ConnectionReset,
+///
+///     /// Another transaction held the row for too long; the statement was rolled back.
+///     #[error("lock wait timeout exceeded")]
+///     #[classify(transient)]
+///     LockWaitTimeout,
+///
+///     /// The server picked this transaction as the deadlock victim and rolled it back.
+///     #[error("deadlock detected")]
+///     #[classify(transient)]
+///     Deadlock,
+///
+///     /// A concurrent transaction conflicted under serializable isolation.
+///     #[error("could not serialize access due to concurrent update")]
+///     #[classify(transient)]
+///     SerializationFailure,
+///
+///     /// The same row will collide again: fix the input, do not retry.
+///     #[error("duplicate key value violates unique constraint {constraint:?}")]
+///     #[classify(permanent)]
+///     UniqueViolation { constraint: String },
+///
+///     /// We stopped waiting; whether a write committed is unknown from here.
+///     #[error("statement timeout after {0:?}")]
+///     #[classify(idempotent_only)]
+///     StatementTimeout(Duration),
+///
+///     /// Memory limit (permanent) or connection limit (transient): the code decides.
+///     #[error("insufficient resources ({code})")]
+///     #[classify(with = resource_class)]
+///     ResourceLimit {
+///         code: String,
+///         /// The server's hint of when a connection slot frees up, if it sent one.
+///         #[classify(retry_after)]
+///         retry_in: Option<Duration>,
+///     },
+///
+///     /// Socket errors: `std::io::Error` has its own table (resets transient, ...).
+///     #[error(transparent)]
+///     #[classify(delegate)]
+///     Io(#[from] std::io::Error),
+/// }
+///
+/// fn resource_class(error: &DbError) -> ErrorClass {
+///     match error {
+///         DbError::ResourceLimit { code, .. } if code == TOO_MANY_CONNECTIONS => {
+///             ErrorClass::Transient
+///         }
+///         _ => ErrorClass::Permanent,
+///     }
+/// }
+///
+/// assert_eq!(DbError::Deadlock.class(), ErrorClass::Transient);
+/// assert_eq!(DbError::SerializationFailure.class(), ErrorClass::Transient);
+/// let duplicate = DbError::UniqueViolation { constraint: "users_email_key".into() };
+/// assert_eq!(duplicate.class(), ErrorClass::Permanent);
+/// let timeout = DbError::StatementTimeout(Duration::from_secs(5));
+/// assert_eq!(timeout.class(), ErrorClass::IdempotentOnly);
+///
+/// let full = DbError::ResourceLimit {
+///     code: TOO_MANY_CONNECTIONS.into(),
+///     retry_in: Some(Duration::from_millis(200)),
+/// };
+/// assert_eq!(full.class(), ErrorClass::Transient);
+/// assert_eq!(full.retry_after(), Some(Duration::from_millis(200)));
+/// let oom = DbError::ResourceLimit { code: OUT_OF_MEMORY.into(), retry_in: None };
+/// assert_eq!(oom.class(), ErrorClass::Permanent);
+///
+/// let reset = DbError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+/// assert_eq!(reset.class(), ErrorClass::Transient);
+///
+/// // The loop reads the classes: a deadlock is retried, a unique violation is not.
+/// #[retryable(attempts = 3, base = "0ms")]
+/// fn insert_user(tries: &mut u32) -> Result<(), DbError> {
+///     *tries += 1;
+///     match *tries {
+///         1 => Err(DbError::Deadlock),
+///         _ => Err(DbError::UniqueViolation { constraint: "users_email_key".into() }),
+///     }
+/// }
+/// let mut tries = 0;
+/// assert!(matches!(insert_user(&mut tries), Err(DbError::UniqueViolation { .. })));
+/// assert_eq!(tries, 2);
+/// ```
+///
+/// # Structs, generics and the enum default
+///
+/// A struct is tagged like a variant. Generics, lifetimes and `where` clauses are carried
+/// through; a `delegate` (or `retry_after`) field whose type mentions a type parameter adds
+/// that field type's bound to the impl, so `Layer<E>` is `Classify` exactly when `E` is.
+///
+/// ```
+/// use retry_kit::{Classify, ErrorClass, TimedOut};
+/// use std::time::Duration;
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(delegate)]
+/// struct Layer<E>(E);
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(default = transient)]
+/// enum Fetch<'a> {
+///     Busy,
+///     Throttled(#[classify(retry_after)] Duration),
+///     #[classify(permanent)]
+///     NotFound { path: &'a str },
+/// }
+///
+/// assert_eq!(Layer(TimedOut::after(Duration::from_secs(1))).class(), ErrorClass::IdempotentOnly);
+/// assert_eq!(Fetch::Busy.class(), ErrorClass::Transient);
+/// assert_eq!(Fetch::Throttled(Duration::from_secs(2)).retry_after(), Some(Duration::from_secs(2)));
+/// assert_eq!(Fetch::NotFound { path: "/x" }.class(), ErrorClass::Permanent);
+/// ```
+///
+/// # Choices and limits
+///
+/// - A struct needs a tag; there is no implicit class. An enum without `default` needs one on
+///   every variant, so adding a variant forces a decision about it.
+/// - `retry_after` is read from at most one field per variant. It accepts `Duration` and
+///   `Option<Duration>`, also through a type alias; a type that is plainly something else
+///   (a number of seconds, a string) is rejected at the field. It sits beside any class tag,
+///   including `with`, but not beside `delegate`, which already forwards the field's own
+///   `retry_after()`.
+/// - `with` must name a function (`with = resource_class`, `with = Self::class_of`);
+///   expressions and closures are rejected, and a function of another shape is a type
+///   mismatch at its path.
+/// - Unions are rejected: a union cannot tell which of its fields is set.
+/// - An enum with no variants is accepted (its `class` is never called).
+///
+/// # Diagnostics
+///
+/// Mistakes are compile errors at the offending token, naming the variant, all reported in one
+/// build: untagged variants, conflicting or duplicate tags, unknown tags (with the nearest valid
+/// one suggested), `delegate` without exactly one field, `retry_after` on a non-`Duration` or on
+/// two fields, `with` without a path, and unions. The impl is still emitted, with what was wrong
+/// treated as `Permanent`, so no "`Classify` is not implemented" errors follow from a typo.
+///
+/// ```compile_fail
+/// use retry_kit::Classify;
+///
+/// #[derive(Debug, Classify)]
+/// enum DbError {
+///     #[classify(transient)]
+///     Deadlock,
+///     // error: variant `UniqueViolation` has no class: tag it `#[classify(transient)]`, ...
+///     UniqueViolation,
+/// }
+/// ```
 #[proc_macro_derive(Classify, attributes(classify))]
 pub fn derive_classify(input: TokenStream) -> TokenStream {
     classify::derive(input.into()).into()
