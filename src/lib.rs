@@ -3,6 +3,8 @@
 
 pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::class::io_kind_class;
+pub use retry_runtime::adaptive;
+pub use retry_runtime::AdaptivePolicy;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
     Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
@@ -20,4 +22,7 @@ pub mod __private {
         AsPolicy, ByTrait, Call, Classifier, Hook, InAttempt, NoHook, Outcome, Step,
         WithRetryAfter, class_of, policy_of,
     };
+    pub use retry_runtime::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
+    pub use retry_runtime::adaptive::Adapt;
+    pub use retry_runtime::run::Described;
 }
