@@ -185,26 +185,26 @@ impl<E: Classify + ?Sized> Classify for Arc<E> {
     }
 }
 
-/// A `#[classify(retry_after)]` field: a `Duration` or an `Option<Duration>`.
+/// A `#[classify(retry_after)]` field, borrowed: a `&Duration` or a `&Option<Duration>`.
 #[diagnostic::on_unimplemented(
     message = "a `#[classify(retry_after)]` field must be a `Duration` or an `Option<Duration>`, not `{Self}`",
     label = "not a `Duration` or `Option<Duration>`"
 )]
 pub trait IntoRetryAfter {
     /// The wait the field asks for.
-    fn into_retry_after(&self) -> Option<Duration>;
+    fn into_retry_after(self) -> Option<Duration>;
 }
 
-impl IntoRetryAfter for Duration {
+impl IntoRetryAfter for &Duration {
     #[inline]
-    fn into_retry_after(&self) -> Option<Duration> {
+    fn into_retry_after(self) -> Option<Duration> {
         Some(*self)
     }
 }
 
-impl IntoRetryAfter for Option<Duration> {
+impl IntoRetryAfter for &Option<Duration> {
     #[inline]
-    fn into_retry_after(&self) -> Option<Duration> {
+    fn into_retry_after(self) -> Option<Duration> {
         *self
     }
 }

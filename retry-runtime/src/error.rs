@@ -59,7 +59,8 @@ impl Classify for TimedOut {
 ///
 /// let err = CircuitOpen::new(Duration::from_secs(3));
 /// assert_eq!(err.class(), ErrorClass::Transient);
-/// assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
+/// assert_eq!(err.retry_after(), Duration::from_secs(3));
+/// assert_eq!(Classify::retry_after(&err), Some(Duration::from_secs(3)));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CircuitOpen {

@@ -56,6 +56,10 @@ pub enum Jitter {
     /// Keeps half of `d` and randomises the other half: never retries immediately.
     Equal,
     /// Ignores the attempt number: uniform in `[base, 3 * previous sleep]`, capped.
+    ///
+    /// `previous` is this call's previous jittered delay, starting at `base`. A longer wait
+    /// imposed by an error's retry-after hint does not feed into it: the hint is the server's
+    /// schedule, not ours, and letting it compound would triple every later wait.
     Decorrelated,
 }
 
@@ -289,12 +293,8 @@ impl RetryPolicy {
 
     /// The exponential growth factor. Below 1, or not a number, it saturates to 1.
     pub const fn multiplier(mut self, multiplier: f64) -> Self {
-        // `!(m >= 1.0)` also catches NaN.
-        self.multiplier = if !(multiplier >= 1.0) {
-            1.0
-        } else {
-            multiplier
-        };
+        // A NaN compares false, so it also becomes 1.
+        self.multiplier = if multiplier >= 1.0 { multiplier } else { 1.0 };
         self
     }
 

@@ -64,7 +64,7 @@ fn tag_of(attrs: &[syn::Attribute], default_ok: bool) -> syn::Result<(Option<Tag
 
 fn retry_after_field(fields: &Fields) -> syn::Result<Option<(usize, Option<Ident>)>> {
     for (i, field) in fields.iter().enumerate() {
-        for attr in field.attrs.iter().filter(|a| a.path().is_ident("classify")) {
+        if let Some(attr) = field.attrs.iter().find(|a| a.path().is_ident("classify")) {
             attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("retry_after") {
                     Ok(())

@@ -537,7 +537,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Dur, String> {
         return Err(format!("unknown unit \"{unit}\"; {ACCEPTED}"));
     };
     let (whole, fraction) = match number.split_once('.') {
-        Some((w, f)) if !f.contains('.') && !(w.is_empty() && f.is_empty()) => (w, f),
+        Some((w, f)) if !f.contains('.') && (!w.is_empty() || !f.is_empty()) => (w, f),
         Some(_) => return Err(format!("\"{text}\" is not a number and a unit; {ACCEPTED}")),
         None => (number, ""),
     };
