@@ -125,7 +125,11 @@ async fn always_down(attempts: &Cell<u32>) -> Result<(), Upstream> {
 async fn an_outage_ages_out_of_the_window() {
     let attempts = Cell::new(0);
     let _ = always_down(&attempts).await;
-    assert_eq!(attempts.get(), 4, "an empty window: the declared 4 attempts");
+    assert_eq!(
+        attempts.get(),
+        4,
+        "an empty window: the declared 4 attempts"
+    );
     attempts.set(0);
     let _ = always_down(&attempts).await;
     assert_eq!(attempts.get(), 2, "4 of 4 failing: tightened to 2");
@@ -147,7 +151,11 @@ static SLOW_POLICY: AdaptivePolicy = AdaptivePolicy::new(&[outage, slow]).min_sa
 #[retryable(attempts = 3, backoff = "exponential", base = "100ms", jitter = "none", adaptive = SLOW_POLICY)]
 async fn slow_then_failing(latency: Duration, fail: bool) -> Result<(), Upstream> {
     tokio::time::sleep(latency).await;
-    if fail { Err(Upstream::Unavailable) } else { Ok(()) }
+    if fail {
+        Err(Upstream::Unavailable)
+    } else {
+        Ok(())
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -173,7 +181,11 @@ static PERMANENT_POLICY: AdaptivePolicy<8> = AdaptivePolicy::new(&[outage]).min_
 
 #[retryable(attempts = 3, base = "0ms", adaptive = PERMANENT_POLICY)]
 fn lookup(found: bool) -> Result<(), Upstream> {
-    if found { Ok(()) } else { Err(Upstream::NotFound) }
+    if found {
+        Ok(())
+    } else {
+        Err(Upstream::NotFound)
+    }
 }
 
 #[test]

@@ -31,7 +31,13 @@ fn bottom_nexts() -> Vec<Next> {
 
 // --- deadline inheritance, sync --------------------------------------------------------------
 
-#[retryable(attempts = 5, backoff = "exponential", base = "1s", jitter = "none", deadline = "10s")]
+#[retryable(
+    attempts = 5,
+    backoff = "exponential",
+    base = "1s",
+    jitter = "none",
+    deadline = "10s"
+)]
 fn top(calls: &mut u32) -> Result<(), Down> {
     middle(calls)
 }
@@ -73,12 +79,24 @@ fn an_inner_call_without_an_outer_one_keeps_its_own_schedule() {
     assert_eq!(slept, vec![S(3); 9]);
 }
 
-#[retryable(attempts = 3, backoff = "fixed", base = "1s", jitter = "none", deadline = "30s")]
+#[retryable(
+    attempts = 3,
+    backoff = "fixed",
+    base = "1s",
+    jitter = "none",
+    deadline = "30s"
+)]
 fn loose_outer(calls: &mut u32) -> Result<(), Down> {
     tight_inner(calls)
 }
 
-#[retryable(attempts = 10, backoff = "fixed", base = "2s", jitter = "none", deadline = "5s")]
+#[retryable(
+    attempts = 10,
+    backoff = "fixed",
+    base = "2s",
+    jitter = "none",
+    deadline = "5s"
+)]
 fn tight_inner(calls: &mut u32) -> Result<(), Down> {
     *calls += 1;
     Err(Down::Unavailable)
@@ -101,7 +119,13 @@ thread_local! {
     static ASYNC_TIMES: RefCell<Vec<Duration>> = const { RefCell::new(Vec::new()) };
 }
 
-#[retryable(attempts = 5, backoff = "exponential", base = "1s", jitter = "none", deadline = "10s")]
+#[retryable(
+    attempts = 5,
+    backoff = "exponential",
+    base = "1s",
+    jitter = "none",
+    deadline = "10s"
+)]
 async fn top_async() -> Result<(), Down> {
     middle_async().await
 }
@@ -270,5 +294,9 @@ async fn once_holds_across_await_points() {
     assert_eq!(calls.get(), 3);
     calls.set(0);
     assert_eq!(async_inner(&calls).await, Err(Down::Unavailable));
-    assert_eq!(calls.get(), 3, "outside an attempt, once retries as declared");
+    assert_eq!(
+        calls.get(),
+        3,
+        "outside an attempt, once retries as declared"
+    );
 }

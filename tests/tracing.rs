@@ -159,7 +159,10 @@ fn each_failed_attempt_is_one_event_inside_the_callers_span() {
     assert_eq!(events[2].level, Level::WARN);
     assert_eq!(events[2].field("reason"), Some("attempts_exhausted"));
     assert_eq!(events[2].field("delay_ms"), None);
-    assert_eq!(events[2].field("message"), Some("attempt failed; giving up"));
+    assert_eq!(
+        events[2].field("message"),
+        Some("attempt failed; giving up")
+    );
 }
 
 #[retryable(attempts = 3, base = "0ms")]

@@ -23,7 +23,7 @@
 //!
 //! # Time
 //!
-//! Ages are measured on [`clock::now`](crate::clock::now), so under
+//! Ages are measured on [`clock::now`], so under
 //! `#[tokio::test(start_paused = true)]` (or inside
 //! [`testing::record_sleeps`](crate::testing::record_sleeps)) the window ages with virtual time.
 //!
@@ -127,9 +127,9 @@ pub type Rule = fn(&Stats, Tuning) -> Tuning;
 pub trait Adapt: Sync {
     /// The tuning for a call starting now, given the function's own `baseline`.
     fn tune(&self, baseline: Tuning) -> Tuning;
-    /// Record one finished attempt: whether it failed with a retryable error, and how long it
-    /// took.
-    fn record(&self, failed: bool, latency: Duration);
+    /// Record one finished attempt: whether it failed with a retryable error, how long it took,
+    /// and when it ended (on [`clock::now`], which the loop has just read).
+    fn record(&self, failed: bool, latency: Duration, ended: Instant);
 }
 
 /// A policy that adjusts attempts and delays from a window of recent attempts: at most `N`
@@ -163,9 +163,14 @@ pub struct AdaptivePolicy<const N: usize = 100> {
     base: (Duration, Duration),
     multiplier: (f64, f64),
     epoch: OnceLock<Instant>,
-    cursor: AtomicUsize,
+    cursor: Padded,
     slots: [AtomicU64; N],
 }
+
+/// The write cursor on a cache line of its own, so that bumping it does not also evict the
+/// read-mostly settings and epoch from the other cores' caches.
+#[repr(align(128))]
+struct Padded(AtomicUsize);
 
 /// Bits of a slot: `[63:24]` end time in ms since the epoch, plus one (0 marks an empty slot);
 /// `[23]` failed; `[22:0]` latency as a 6-bit exponent and a 17-bit mantissa of microseconds.
@@ -179,7 +184,12 @@ const LATENCY_MASK: u64 = FAILED - 1;
 impl<const N: usize> AdaptivePolicy<N> {
     /// A policy applying `rules` in order, with the default window and bounds.
     pub const fn new(rules: &'static [Rule]) -> Self {
-        const { assert!(N >= 1 && N <= 4096, "an adaptive window holds 1 to 4096 attempts") };
+        const {
+            assert!(
+                N >= 1 && N <= 4096,
+                "an adaptive window holds 1 to 4096 attempts"
+            )
+        };
         AdaptivePolicy {
             rules,
             max_age: Duration::from_secs(60),
@@ -188,7 +198,7 @@ impl<const N: usize> AdaptivePolicy<N> {
             base: (Duration::ZERO, Duration::from_secs(120)),
             multiplier: (1.0, 10.0),
             epoch: OnceLock::new(),
-            cursor: AtomicUsize::new(0),
+            cursor: Padded(AtomicUsize::new(0)),
             slots: [const { AtomicU64::new(0) }; N],
         }
     }
@@ -239,7 +249,9 @@ impl<const N: usize> AdaptivePolicy<N> {
     }
 
     /// What the window shows now. Cheap enough for a dashboard to poll: it reads `N` atomic
-    /// words and allocates nothing.
+    /// words, keeps the few largest latencies for the percentile (for `N` up to 100 just the
+    /// largest: the nearest-rank p99 of at most 100 values is their maximum) and allocates
+    /// nothing.
     ///
     /// ```
     /// use retry_kit::adaptive::AdaptivePolicy;
@@ -263,48 +275,51 @@ impl<const N: usize> AdaptivePolicy<N> {
         let mut latencies = [0u64; N];
         let mut count = 0usize;
         let mut failures = 0u32;
-        for slot in &self.slots {
+        // Branch-free: whether an attempt failed is as unpredictable as the dependency.
+        for (i, slot) in self.slots.iter().enumerate() {
             let word = slot.load(Ordering::Relaxed);
-            if word == 0 {
-                continue;
-            }
-            let ended = (word >> TIME_SHIFT) - 1;
-            if now.saturating_sub(ended) > max_age {
-                continue;
-            }
-            latencies[count] = decode_latency(word & LATENCY_MASK);
-            count += 1;
-            if word & FAILED != 0 {
-                failures += 1;
-            }
+            let ended = (word >> TIME_SHIFT).wrapping_sub(1);
+            let young = word != 0 && now.saturating_sub(ended) <= max_age;
+            // `count <= i < N`: the write stays in bounds, and is overwritten unless young.
+            latencies[count.min(i)] = decode_latency(word & LATENCY_MASK);
+            count += usize::from(young);
+            failures += u32::from(young && word & FAILED != 0);
         }
         if count == 0 {
             return Stats::EMPTY;
         }
-        // Nearest rank: the smallest latency at or above 99% of the sample.
+        // Nearest rank: the value at rank ceil(0.99 * count) from the smallest, which is the
+        // k-th largest for a k of at most count / 100 + 1.
         let rank = (count * 99).div_ceil(100);
-        let (_, p99, _) = latencies[..count].select_nth_unstable(rank - 1);
+        let p99 = kth_largest(&latencies[..count], count - rank + 1);
         let count = count as u32; // count <= N <= 4096
         Stats {
             count,
             failures,
             failure_rate: f64::from(failures) / f64::from(count),
-            p99_latency: Duration::from_micros(*p99),
+            p99_latency: Duration::from_micros(p99),
         }
     }
 
-    /// Record one finished attempt: whether it failed with a retryable error, and its latency.
-    /// The retry loops call this for every attempt; call it yourself to feed the window from
-    /// elsewhere. Lock-free: one `fetch_add` and one store.
+    /// Record one attempt that has just finished: whether it failed with a retryable error, and
+    /// its latency. Call it yourself to feed the window from elsewhere; the retry loops use
+    /// [`record_at`](Self::record_at) with the time they have already read.
     #[inline]
     pub fn record(&self, failed: bool, latency: Duration) {
-        let epoch = *self.epoch.get_or_init(clock::now);
-        let ended = millis_since(epoch, clock::now()).min(TIME_MAX - 1) + 1;
+        self.record_at(failed, latency, clock::now())
+    }
+
+    /// Record one attempt that ended at `ended` (an instant of
+    /// [`clock::now`]). Lock-free: one `fetch_add` and one store.
+    #[inline]
+    pub fn record_at(&self, failed: bool, latency: Duration, ended: Instant) {
+        let epoch = *self.epoch.get_or_init(|| ended);
+        let ended = millis_since(epoch, ended).min(TIME_MAX - 1) + 1;
         let mut word = (ended << TIME_SHIFT) | encode_latency(latency);
         if failed {
             word |= FAILED;
         }
-        let slot = self.cursor.fetch_add(1, Ordering::Relaxed) % N;
+        let slot = self.cursor.0.fetch_add(1, Ordering::Relaxed) % N;
         self.slots[slot].store(word, Ordering::Relaxed);
     }
 
@@ -349,8 +364,8 @@ impl<const N: usize> Adapt for AdaptivePolicy<N> {
     }
 
     #[inline]
-    fn record(&self, failed: bool, latency: Duration) {
-        AdaptivePolicy::record(self, failed, latency)
+    fn record(&self, failed: bool, latency: Duration, ended: Instant) {
+        self.record_at(failed, latency, ended)
     }
 }
 
@@ -367,6 +382,33 @@ impl<const N: usize> fmt::Debug for AdaptivePolicy<N> {
             .field("stats", &self.stats())
             .finish()
     }
+}
+
+/// The most latencies [`kth_largest`] keeps: the k of the p99 of a full window of 4096.
+const TOP: usize = 41;
+
+/// The k-th largest of `values` (1-based), keeping only the k largest seen in a small
+/// descending buffer: one comparison per value when k is 1.
+fn kth_largest(values: &[u64], k: usize) -> u64 {
+    let k = k.clamp(1, TOP);
+    let mut top = [0u64; TOP];
+    let mut len = 0;
+    for &v in values {
+        if len == k {
+            if v <= top[k - 1] {
+                continue;
+            }
+            len -= 1; // drop the smallest of the kept
+        }
+        let mut at = len;
+        while at > 0 && top[at - 1] < v {
+            top[at] = top[at - 1];
+            at -= 1;
+        }
+        top[at] = v;
+        len += 1;
+    }
+    top[len.saturating_sub(1).min(k - 1)]
 }
 
 fn millis_since(epoch: Instant, now: Instant) -> u64 {
@@ -404,6 +446,27 @@ mod tests {
             assert!(micros - back <= micros >> 16, "{micros} decoded as {back}");
         }
         assert!(encode_latency(Duration::MAX) <= LATENCY_MASK);
+    }
+
+    #[test]
+    fn kth_largest_matches_a_sort() {
+        let values: Vec<u64> = (0..300u64).map(|i| (i * 7919) % 1009).collect();
+        let mut sorted = values.clone();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        for k in [1, 2, 3, 5, 41] {
+            assert_eq!(kth_largest(&values, k), sorted[k - 1], "k = {k}");
+        }
+        assert_eq!(kth_largest(&[4], 1), 4);
+    }
+
+    #[test]
+    fn p99_is_the_nearest_rank() {
+        static P: AdaptivePolicy<300> = AdaptivePolicy::new(&[]);
+        // Latencies 1..=250 ms: rank ceil(247.5) = 248, the third largest.
+        for ms in 1..=250 {
+            P.record(false, Duration::from_millis(ms));
+        }
+        assert_eq!(P.stats().p99_latency, Duration::from_millis(248));
     }
 
     #[test]

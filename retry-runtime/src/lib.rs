@@ -32,9 +32,9 @@ mod rng;
 pub mod run;
 pub mod testing;
 
+pub use adaptive::AdaptivePolicy;
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};
 pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
 pub use run::{Failure, Next, Retry, StopReason};
-pub use adaptive::AdaptivePolicy;

@@ -174,11 +174,6 @@ pub trait Classifier<E: ?Sized> {
     fn class(&self, error: &E) -> ErrorClass;
     /// The wait `error` asks for, if any.
     fn retry_after(&self, error: &E) -> Option<Duration>;
-    /// How to show `error` in a `tracing` event, if it can be shown. See [`observe`].
-    #[inline]
-    fn display_fn(&self) -> Option<FmtFn<E>> {
-        None
-    }
 }
 
 /// Classify errors through their [`Classify`] impl (the default).
@@ -226,54 +221,6 @@ where
     }
 }
 
-/// A classifier together with the error's `Display` (found by [`observe::DisplayProbe`] in
-/// generated code), for `tracing` events.
-pub struct Described<C, E: ?Sized>(pub C, pub Option<FmtFn<E>>);
-
-impl<E: ?Sized, C: Classifier<E>> Classifier<E> for Described<C, E> {
-    #[inline]
-    fn class(&self, error: &E) -> ErrorClass {
-        self.0.class(error)
-    }
-    #[inline]
-    fn retry_after(&self, error: &E) -> Option<Duration> {
-        self.0.retry_after(error)
-    }
-    #[inline]
-    fn display_fn(&self) -> Option<FmtFn<E>> {
-        self.1
-    }
-}
-
-impl<C: std::fmt::Debug, E: ?Sized> std::fmt::Debug for Described<C, E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Described")
-            .field(&self.0)
-            .field(&self.1.is_some())
-            .finish()
-    }
-}
-
-/// A classifier whose errors are shown with their `Display` in `tracing` events: what
-/// [`Retry::display_errors`] installs.
-#[derive(Clone, Copy, Debug)]
-pub struct Displayed<C>(pub C);
-
-impl<E: std::fmt::Display, C: Classifier<E>> Classifier<E> for Displayed<C> {
-    #[inline]
-    fn class(&self, error: &E) -> ErrorClass {
-        self.0.class(error)
-    }
-    #[inline]
-    fn retry_after(&self, error: &E) -> Option<Duration> {
-        self.0.retry_after(error)
-    }
-    #[inline]
-    fn display_fn(&self) -> Option<FmtFn<E>> {
-        Some(<E as std::fmt::Display>::fmt)
-    }
-}
-
 /// `<E as Classify>::class` as a function item, for pairing with a custom retry-after function.
 #[inline]
 pub fn class_of<E: Classify + ?Sized>(error: &E) -> ErrorClass {
@@ -287,6 +234,11 @@ pub trait Hook<E> {
     const ACTIVE: bool = true;
     /// Called once per failed attempt.
     fn on_failure(&mut self, failure: &Failure<'_, E>);
+    /// How to show an error in a `tracing` event, if it can be shown. See [`observe`].
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        None
+    }
 }
 
 /// No failure hook: the loop builds no records and reads no clock for them.
@@ -303,6 +255,48 @@ impl<E, F: FnMut(&Failure<'_, E>)> Hook<E> for F {
     #[inline]
     fn on_failure(&mut self, failure: &Failure<'_, E>) {
         self(failure)
+    }
+}
+
+/// A hook together with the error's `Display` (found by [`observe::DisplayProbe`] in generated
+/// code), for `tracing` events.
+pub struct Described<H, E>(pub H, pub Option<FmtFn<E>>);
+
+impl<E, H: Hook<E>> Hook<E> for Described<H, E> {
+    const ACTIVE: bool = H::ACTIVE;
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        self.0.on_failure(failure)
+    }
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        self.1
+    }
+}
+
+impl<H: std::fmt::Debug, E> std::fmt::Debug for Described<H, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Described")
+            .field(&self.0)
+            .field(&self.1.is_some())
+            .finish()
+    }
+}
+
+/// A hook whose errors are shown with their `Display` in `tracing` events: what
+/// [`Retry::display_errors`] installs.
+#[derive(Clone, Copy, Debug)]
+pub struct Displayed<H>(pub H);
+
+impl<E: std::fmt::Display, H: Hook<E>> Hook<E> for Displayed<H> {
+    const ACTIVE: bool = H::ACTIVE;
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        self.0.on_failure(failure)
+    }
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        Some(<E as std::fmt::Display>::fmt)
     }
 }
 
@@ -455,11 +449,11 @@ impl<'p> Call<'p> {
 
     #[inline]
     fn adaptive_end(&mut self, failed: bool) {
-        if let (Some(source), Some(started)) = (
-            self.adaptive.source,
-            self.adaptive.attempt_started.take(),
-        ) {
-            source.record(failed, clock::now().saturating_duration_since(started));
+        if let (Some(source), Some(started)) =
+            (self.adaptive.source, self.adaptive.attempt_started.take())
+        {
+            let ended = clock::now();
+            source.record(failed, ended.saturating_duration_since(started), ended);
         }
     }
 
@@ -532,7 +526,7 @@ impl<'p> Call<'p> {
                 next,
             });
         }
-        self.trace(error, class, next, classifier);
+        self.trace(error, class, next, hook);
         match next {
             Next::Retry(delay) => Step::Retry(delay),
             Next::Stop(_) => Step::Return,
@@ -541,17 +535,9 @@ impl<'p> Call<'p> {
 
     /// The `tracing` event of a failed attempt (nothing without the feature).
     #[inline]
-    fn trace<E: ?Sized, C: Classifier<E>>(
-        &self,
-        error: &E,
-        class: ErrorClass,
-        next: Next,
-        classifier: &C,
-    ) {
+    fn trace<E, H: Hook<E>>(&self, error: &E, class: ErrorClass, next: Next, hook: &H) {
         if cfg!(feature = "tracing") {
-            let shown = classifier
-                .display_fn()
-                .map(|fmt| observe::Shown(error, fmt));
+            let shown = hook.display_fn().map(|fmt| observe::Shown(error, fmt));
             observe::failed_attempt(&observe::Event {
                 function: self.name,
                 attempt: self.attempt(),
@@ -745,11 +731,11 @@ impl<'p, C, H> Retry<'p, C, H> {
 
     /// Show each error's `Display` in `tracing` events (the `error` field). The builder cannot
     /// detect `Display` by itself, so this opt-in requires it of the error type.
-    pub fn display_errors(self) -> Retry<'p, Displayed<C>, H> {
+    pub fn display_errors(self) -> Retry<'p, C, Displayed<H>> {
         Retry {
             policy: self.policy,
-            classifier: Displayed(self.classifier),
-            hook: self.hook,
+            classifier: self.classifier,
+            hook: Displayed(self.hook),
             observed: self.observed,
         }
     }

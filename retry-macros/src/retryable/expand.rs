@@ -8,8 +8,8 @@
 use super::args::{self, Args, BackoffKind, Dur, Errors, JitterKind, NestedKind, Setting};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
-use syn::spanned::Spanned;
 use syn::ext::IdentExt;
+use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, Path, ReturnType, Type};
 
 pub(crate) fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -137,7 +137,6 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
     let (policy_setup, policy_ref) = policy(args, &krate);
     let needs_clock = args.on_failure.is_some();
     let classify = classifier_expr(args, &krate);
-    let classify = described(classify, &ret, had_impl_trait, &krate);
     let observed = observed(args, &sig.ident, &krate);
     let hook_expr = match &args.on_failure {
         Some(s) => {
@@ -146,6 +145,7 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
         }
         None => quote!(#krate::__private::NoHook),
     };
+    let hook_expr = described(hook_expr, &ret, had_impl_trait, &krate);
 
     let attempt = if sig.asyncness.is_some() {
         quote!(#call.attempt_async::<#ret, _>(async #block).await)
@@ -278,9 +278,10 @@ fn observed(args: &Args, ident: &Ident, krate: &Path) -> TokenStream {
     chain
 }
 
-/// The classifier paired with the error's `Display`, found by autoref specialisation on the
-/// declared outcome type (see `retry_runtime::observe`).
-fn described(classify: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) -> TokenStream {
+/// The failure hook paired with the error's `Display`, found by autoref specialisation on the
+/// declared outcome type (see `retry_runtime::observe`). The hook, not the classifier, carries
+/// it, so that a missing `Classify` impl is still reported about the classifier alone.
+fn described(hook: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) -> TokenStream {
     let display = if had_impl_trait {
         // `_` in the outcome type cannot be named outside the body; go without the text.
         quote!(#krate::__private::no_display())
@@ -291,7 +292,7 @@ fn described(classify: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Pa
             (&#krate::__private::DisplayProbe::<#ret>::new()).display_fn()
         })
     };
-    quote!(#krate::__private::Described(#classify, #display))
+    quote!(#krate::__private::Described(#hook, #display))
 }
 
 fn nested(kind: NestedKind, krate: &Path) -> TokenStream {
