@@ -730,7 +730,8 @@ impl<'p, C, H> Retry<'p, C, H> {
     }
 
     /// Show each error's `Display` in `tracing` events (the `error` field). The builder cannot
-    /// detect `Display` by itself, so this opt-in requires it of the error type.
+    /// detect `Display` by itself, so this opt-in requires it of the error type. It wraps the
+    /// failure hook: call it after [`on_failure`](Self::on_failure), which replaces the hook.
     pub fn display_errors(self) -> Retry<'p, C, Displayed<H>> {
         Retry {
             policy: self.policy,
