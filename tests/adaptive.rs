@@ -250,3 +250,46 @@ fn concurrent_recording_keeps_the_window_consistent() {
     assert_eq!(stats.failures, 64);
     assert!(stats.p99_latency <= MS(36));
 }
+
+fn generous(_: &Stats, t: Tuning) -> Tuning {
+    Tuning {
+        attempts: 6,
+        base: Duration::from_secs(2),
+        ..t
+    }
+}
+
+static GENEROUS: AdaptivePolicy<8> = AdaptivePolicy::new(&[generous]).min_samples(1);
+
+#[retryable(attempts = 2, backoff = "fixed", base = "100ms", jitter = "none", deadline = "5s",
+            adaptive = GENEROUS)]
+fn under_deadline(attempts: &mut u32) -> Result<(), Upstream> {
+    *attempts += 1;
+    Err(Upstream::Unavailable)
+}
+
+#[retryable(attempts = 3, base = "0ms")]
+fn outer_of_once(attempts: &mut u32) -> Result<(), Upstream> {
+    once_adaptive(attempts)
+}
+
+#[retryable(attempts = 2, base = "0ms", nested = "once", adaptive = GENEROUS)]
+fn once_adaptive(attempts: &mut u32) -> Result<(), Upstream> {
+    *attempts += 1;
+    Err(Upstream::Unavailable)
+}
+
+#[test]
+fn adjustments_keep_the_deadline_and_the_nested_once_rule() {
+    GENEROUS.record(true, Duration::ZERO);
+    // Tuned to 6 attempts 2 s apart, but the 5 s deadline admits only two waits.
+    let mut attempts = 0;
+    let (_, slept) = retry_kit::testing::record_sleeps(|| under_deadline(&mut attempts));
+    assert_eq!(slept, [Duration::from_secs(2), Duration::from_secs(2)]);
+    assert_eq!(attempts, 3);
+    // Inside an outer attempt, `once` makes one attempt whatever the tuning says.
+    attempts = 0;
+    let (_, slept) = retry_kit::testing::record_sleeps(|| outer_of_once(&mut attempts));
+    assert_eq!(attempts, 3);
+    assert_eq!(slept, [Duration::ZERO, Duration::ZERO]);
+}
