@@ -2,6 +2,8 @@
 #![warn(missing_docs)]
 
 pub use retry_macros::{Classify, retryable};
+pub use retry_runtime::AdaptivePolicy;
+pub use retry_runtime::adaptive;
 pub use retry_runtime::class::io_kind_class;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
@@ -13,9 +15,12 @@ pub use retry_runtime::{
 #[doc(hidden)]
 pub mod __private {
     pub use core::time::Duration;
+    pub use retry_runtime::adaptive::Adapt;
     pub use retry_runtime::class::{Classify, ErrorClass, IntoRetryAfter};
     #[cfg(feature = "tokio")]
     pub use retry_runtime::clock::sleep;
+    pub use retry_runtime::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
+    pub use retry_runtime::run::Described;
     pub use retry_runtime::run::{
         AsPolicy, ByTrait, Call, Classifier, Hook, InAttempt, NoHook, Outcome, Step,
         WithRetryAfter, class_of, policy_of,

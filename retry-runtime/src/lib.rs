@@ -13,21 +13,26 @@
 //! | [`error`] | the crate's own errors, [`TimedOut`] and [`CircuitOpen`] |
 //! | [`policy`] | [`RetryPolicy`], backoff shapes and [`Jitter`]: pure functions of attempt and draw |
 //! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
+//! | [`adaptive`] | [`AdaptivePolicy`]: attempts and delays adjusted from recent failure rate and latency |
+//! | [`observe`] | `tracing` events per failed attempt (feature `tracing`) |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`] and [`testing::seed_jitter`] |
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod adaptive;
 pub mod class;
 pub mod clock;
 pub mod context;
 pub mod error;
+pub mod observe;
 pub mod policy;
 mod rng;
 pub mod run;
 pub mod testing;
 
+pub use adaptive::AdaptivePolicy;
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};

@@ -123,13 +123,71 @@ fn from_nanos_u128(nanos: u128) -> Duration {
     }
 }
 
-/// What an inner retryable call does when it runs inside another retryable call's attempt.
+/// What an inner retryable call does when it runs inside another retryable call's attempt
+/// (`#[retryable(nested = "retry" | "once")]`, or [`RetryPolicy::nested`]).
+///
+/// # Retries multiply across layers
+///
+/// When every layer of a call stack retries, the attempts multiply: a layer with `a` attempts
+/// calls the layer below up to `a` times per call it receives, so with layers of `a1, a2, ...,
+/// an` attempts the bottom service sees up to `a1 × a2 × ... × an` calls for one call at the
+/// top. Three attempts at each of five layers is 3 × 3 × 3 × 3 × 3 = 3^5 = **243** calls to the
+/// bottom service for one request — during an outage, exactly when it can least take them.
+///
+/// `Once` is the "retry at one layer" rule, opt-in per function: a call declared `once` that
+/// runs inside another retryable call's attempt makes a single attempt and returns its error,
+/// leaving the retrying to the outer layer. Declared on the four inner layers of the five
+/// above, the bottom sees 3 calls (the top layer's attempts), not 243; declared on the bottom
+/// layer only, 3^4 = 81. Outside any retryable attempt a `once` function retries as declared,
+/// so it stays safe to call directly.
+///
+/// What a layer passes down:
+/// - its deadline, always (with either mode): an inner call never starts a sleep that would end
+///   past the earliest deadline of the calls around it;
+/// - whether an attempt is running, which is what `Once` looks at. The outer call does not have
+///   to retry itself: `once` inside an outer call with `attempts = 1` means nobody retries.
+///
+/// Both follow the attempt on its thread, and across `.await` points of an async body, but not
+/// into work the body spawns onto other tasks or threads.
+///
+/// When a `once` call stops after its single attempt on an error that would otherwise have been
+/// retried, its [`Failure`](crate::Failure) record says
+/// [`StopReason::DeferredToOuter`](crate::StopReason::DeferredToOuter), not
+/// `AttemptsExhausted`: the outer layer decides.
+///
+/// ```
+/// use retry_kit::{retryable, Classify};
+/// use std::cell::Cell;
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(transient)]
+/// struct Unavailable;
+///
+/// #[retryable(attempts = 3, base = "0ms")]
+/// fn handler(calls: &Cell<u32>) -> Result<(), Unavailable> {
+///     repository(calls)
+/// }
+///
+/// #[retryable(attempts = 3, base = "0ms", nested = "once")]
+/// fn repository(calls: &Cell<u32>) -> Result<(), Unavailable> {
+///     calls.set(calls.get() + 1);
+///     Err(Unavailable)
+/// }
+///
+/// let calls = Cell::new(0);
+/// assert!(handler(&calls).is_err());
+/// assert_eq!(calls.get(), 3, "3, not 3 x 3: only the handler retries");
+///
+/// calls.set(0);
+/// assert!(repository(&calls).is_err());
+/// assert_eq!(calls.get(), 3, "called directly, it retries as declared");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Nested {
-    /// Retry as configured (the default).
+    /// Retry as configured (the default). Attempts multiply with the layers around.
     Retry,
-    /// Make a single attempt and leave retrying to the outer layer. Retries multiply across
-    /// layers: 3 attempts at each of 5 layers is 3^5 = 243 calls to the bottom service.
+    /// Inside another retryable call's attempt, make a single attempt and leave retrying to the
+    /// outer layer; elsewhere, retry as configured.
     Once,
 }
 

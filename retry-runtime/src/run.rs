@@ -7,9 +7,11 @@
 //! path reads no clock, draws no random number and allocates nothing unless a deadline or a
 //! hook asks for time.
 
+use crate::adaptive::{Adapt, Tuning};
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::context::{self, CallCtx, Entered};
+use crate::observe::{self, FmtFn};
 use crate::policy::{Nested, RetryPolicy};
 use crate::rng;
 use std::future::Future;
@@ -35,6 +37,14 @@ pub enum StopReason {
     CircuitOpen,
     /// The error asked for a wait longer than the policy's `max_delay`.
     RetryAfterTooLong,
+    /// The call runs inside another retryable call's attempt and is declared
+    /// `nested = "once"`: it made its single attempt and leaves retrying to the outer layer.
+    ///
+    /// A reason of its own rather than `AttemptsExhausted`, because an operator reading
+    /// "attempts exhausted" after attempt 1 of a function declared with 5 attempts would look
+    /// for a bug in the policy; this says the retry is deferred, not given up: the outer
+    /// layer's record of the same failure shows whether it retries.
+    DeferredToOuter,
 }
 
 impl StopReason {
@@ -48,6 +58,7 @@ impl StopReason {
             StopReason::BudgetExhausted => "budget_exhausted",
             StopReason::CircuitOpen => "circuit_open",
             StopReason::RetryAfterTooLong => "retry_after_too_long",
+            StopReason::DeferredToOuter => "deferred_to_outer",
         }
     }
 }
@@ -228,6 +239,11 @@ pub trait Hook<E> {
     const ACTIVE: bool = true;
     /// Called once per failed attempt.
     fn on_failure(&mut self, failure: &Failure<'_, E>);
+    /// How to show an error in a `tracing` event, if it can be shown. See [`observe`].
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        None
+    }
 }
 
 /// No failure hook: the loop builds no records and reads no clock for them.
@@ -244,6 +260,48 @@ impl<E, F: FnMut(&Failure<'_, E>)> Hook<E> for F {
     #[inline]
     fn on_failure(&mut self, failure: &Failure<'_, E>) {
         self(failure)
+    }
+}
+
+/// A hook together with the error's `Display` (found by [`observe::DisplayProbe`] in generated
+/// code), for `tracing` events.
+pub struct Described<H, E>(pub H, pub Option<FmtFn<E>>);
+
+impl<E, H: Hook<E>> Hook<E> for Described<H, E> {
+    const ACTIVE: bool = H::ACTIVE;
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        self.0.on_failure(failure)
+    }
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        self.1
+    }
+}
+
+impl<H: std::fmt::Debug, E> std::fmt::Debug for Described<H, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Described")
+            .field(&self.0)
+            .field(&self.1.is_some())
+            .finish()
+    }
+}
+
+/// A hook whose errors are shown with their `Display` in `tracing` events: what
+/// [`Retry::display_errors`] installs.
+#[derive(Clone, Copy, Debug)]
+pub struct Displayed<H>(pub H);
+
+impl<E: std::fmt::Display, H: Hook<E>> Hook<E> for Displayed<H> {
+    const ACTIVE: bool = H::ACTIVE;
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        self.0.on_failure(failure)
+    }
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        Some(<E as std::fmt::Display>::fmt)
     }
 }
 
@@ -287,6 +345,29 @@ pub struct Call<'p> {
     start: Option<Instant>,
     previous: Duration,
     max_attempts: u32,
+    /// Inside another call's attempt with `nested = "once"`: a single attempt.
+    single: bool,
+    /// The function's path, for events.
+    name: &'static str,
+    adaptive: Adaptive<'p>,
+}
+
+/// The adaptive policy of a call, if any: the policy adjusted at the call's start, and the start
+/// of the running attempt, for its latency.
+#[derive(Default)]
+struct Adaptive<'p> {
+    source: Option<&'p dyn Adapt>,
+    tuned: Option<RetryPolicy>,
+    attempt_started: Option<Instant>,
+}
+
+impl std::fmt::Debug for Adaptive<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adaptive")
+            .field("active", &self.source.is_some())
+            .field("tuned", &self.tuned)
+            .finish()
+    }
 }
 
 impl<'p> Call<'p> {
@@ -295,7 +376,7 @@ impl<'p> Call<'p> {
     #[inline]
     pub fn new(policy: &'p RetryPolicy, needs_clock: bool) -> Self {
         let inherited = context::inherited();
-        let start = if needs_clock || policy.deadline.is_some() {
+        let start = if needs_clock || policy.deadline.is_some() || observe::wants_clock() {
             Some(clock::now())
         } else {
             None
@@ -309,17 +390,75 @@ impl<'p> Call<'p> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let max_attempts = if inherited.inside_attempt && policy.nested == Nested::Once {
-            1
-        } else {
-            policy.attempts.max(1)
-        };
+        let single = inherited.inside_attempt && policy.nested == Nested::Once;
+        let max_attempts = if single { 1 } else { policy.attempts.max(1) };
         Call {
             policy,
             ctx: CallCtx::new(deadline),
             start,
             previous: policy.base,
             max_attempts,
+            single,
+            name: "closure",
+            adaptive: Adaptive::default(),
+        }
+    }
+
+    /// Name the function this call retries (its path), for `tracing` events.
+    #[inline]
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// Adjust this call by an adaptive policy: its attempts, first delay and multiplier are
+    /// tuned now, from the policy's window, and every attempt is recorded into it.
+    ///
+    /// Under `nested = "once"` inside another attempt the call still makes a single attempt
+    /// (and still records it).
+    pub fn adaptive(mut self, source: &'p dyn Adapt) -> Self {
+        let policy = self.policy;
+        let tuned = source.tune(Tuning {
+            attempts: policy.attempts,
+            base: policy.base,
+            multiplier: policy.multiplier,
+        });
+        let tuned = policy
+            .attempts(tuned.attempts)
+            .base(tuned.base)
+            .multiplier(tuned.multiplier);
+        if !self.single {
+            self.max_attempts = tuned.attempts;
+        }
+        self.previous = tuned.base;
+        self.adaptive = Adaptive {
+            source: Some(source),
+            tuned: Some(tuned),
+            attempt_started: None,
+        };
+        self
+    }
+
+    /// The policy in force: the declared one, or its adaptive adjustment.
+    #[inline]
+    fn policy(&self) -> &RetryPolicy {
+        self.adaptive.tuned.as_ref().unwrap_or(self.policy)
+    }
+
+    #[inline]
+    fn adaptive_begin(&mut self) {
+        if self.adaptive.source.is_some() {
+            self.adaptive.attempt_started = Some(clock::now());
+        }
+    }
+
+    #[inline]
+    fn adaptive_end(&mut self, failed: bool) {
+        if let (Some(source), Some(started)) =
+            (self.adaptive.source, self.adaptive.attempt_started.take())
+        {
+            let ended = clock::now();
+            source.record(failed, ended.saturating_duration_since(started), ended);
         }
     }
 
@@ -338,6 +477,7 @@ impl<'p> Call<'p> {
     #[inline]
     pub fn attempt_sync<R, F: FnOnce() -> R>(&mut self, body: F) -> R {
         self.ctx.begin_attempt();
+        self.adaptive_begin();
         let _entered: Entered<'_> = self.ctx.enter();
         body()
     }
@@ -346,6 +486,7 @@ impl<'p> Call<'p> {
     #[inline]
     pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, F> {
         self.ctx.begin_attempt();
+        self.adaptive_begin();
         InAttempt {
             ctx: &mut self.ctx,
             body,
@@ -361,7 +502,10 @@ impl<'p> Call<'p> {
         H: Hook<R::Error>,
     {
         match outcome.error() {
-            None => Step::Return,
+            None => {
+                self.adaptive_end(false);
+                Step::Return
+            }
             Some(error) => self.failed(error, classifier, hook),
         }
     }
@@ -373,6 +517,7 @@ impl<'p> Call<'p> {
         H: Hook<E>,
     {
         let class = classifier.class(error);
+        self.adaptive_end(class != ErrorClass::Permanent);
         let next = match self.stop_for_class(class) {
             Some(reason) => Next::Stop(reason),
             None => self.schedule(classifier.retry_after(error)),
@@ -386,9 +531,26 @@ impl<'p> Call<'p> {
                 next,
             });
         }
+        self.trace(error, class, next, hook);
         match next {
             Next::Retry(delay) => Step::Retry(delay),
             Next::Stop(_) => Step::Return,
+        }
+    }
+
+    /// The `tracing` event of a failed attempt (nothing without the feature).
+    #[inline]
+    fn trace<E, H: Hook<E>>(&self, error: &E, class: ErrorClass, next: Next, hook: &H) {
+        if cfg!(feature = "tracing") {
+            let shown = hook.display_fn().map(|fmt| observe::Shown(error, fmt));
+            observe::failed_attempt(&observe::Event {
+                function: self.name,
+                attempt: self.attempt(),
+                class,
+                elapsed: self.elapsed(),
+                next,
+                error: shown.as_ref().map(|s| s as &dyn std::fmt::Display),
+            });
         }
     }
 
@@ -396,12 +558,15 @@ impl<'p> Call<'p> {
     fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
         match class {
             ErrorClass::Permanent => return Some(StopReason::Permanent),
-            ErrorClass::IdempotentOnly if !self.policy.idempotent => {
+            ErrorClass::IdempotentOnly if !self.policy().idempotent => {
                 return Some(StopReason::NotIdempotent);
             }
             _ => {}
         }
         if self.attempt() >= self.max_attempts {
+            if self.single && self.policy().attempts > 1 {
+                return Some(StopReason::DeferredToOuter);
+            }
             return Some(StopReason::AttemptsExhausted);
         }
         None
@@ -409,7 +574,7 @@ impl<'p> Call<'p> {
 
     /// The wait before the next attempt, or why there is none.
     fn schedule(&mut self, retry_after: Option<Duration>) -> Next {
-        let policy = self.policy;
+        let policy = *self.policy();
         let draw = if policy.jitter.needs_draw() {
             rng::draw()
         } else {
@@ -500,6 +665,40 @@ pub struct Retry<'p, C = ByTrait, H = NoHook> {
     policy: &'p RetryPolicy,
     classifier: C,
     hook: H,
+    observed: Observed<'p>,
+}
+
+/// What [`Retry`] passes to the engine besides policy, classifier and hook.
+#[derive(Clone, Copy)]
+struct Observed<'p> {
+    name: &'static str,
+    adaptive: Option<&'p dyn Adapt>,
+}
+
+impl Observed<'_> {
+    const NONE: Self = Observed {
+        name: "closure",
+        adaptive: None,
+    };
+}
+
+impl<'p> Observed<'p> {
+    fn start(self, policy: &'p RetryPolicy, needs_clock: bool) -> Call<'p> {
+        let call = Call::new(policy, needs_clock).named(self.name);
+        match self.adaptive {
+            Some(source) => call.adaptive(source),
+            None => call,
+        }
+    }
+}
+
+impl std::fmt::Debug for Observed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observed")
+            .field("name", &self.name)
+            .field("adaptive", &self.adaptive.is_some())
+            .finish()
+    }
 }
 
 impl<'p> Retry<'p> {
@@ -509,6 +708,7 @@ impl<'p> Retry<'p> {
             policy,
             classifier: ByTrait,
             hook: NoHook,
+            observed: Observed::NONE,
         }
     }
 }
@@ -520,6 +720,7 @@ impl<'p, C, H> Retry<'p, C, H> {
             policy: self.policy,
             classifier,
             hook: self.hook,
+            observed: self.observed,
         }
     }
 
@@ -529,7 +730,52 @@ impl<'p, C, H> Retry<'p, C, H> {
             policy: self.policy,
             classifier: self.classifier,
             hook,
+            observed: self.observed,
         }
+    }
+
+    /// Show each error's `Display` in `tracing` events (the `error` field). The builder cannot
+    /// detect `Display` by itself, so this opt-in requires it of the error type. It wraps the
+    /// failure hook: call it after [`on_failure`](Self::on_failure), which replaces the hook.
+    pub fn display_errors(self) -> Retry<'p, C, Displayed<H>> {
+        Retry {
+            policy: self.policy,
+            classifier: self.classifier,
+            hook: Displayed(self.hook),
+            observed: self.observed,
+        }
+    }
+
+    /// The name `tracing` events give in their `fn` field (default `"closure"`).
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.observed.name = name;
+        self
+    }
+
+    /// Adjust attempts and delays by an adaptive policy, and record every attempt into its
+    /// window. See [`AdaptivePolicy`](crate::adaptive::AdaptivePolicy).
+    ///
+    /// ```
+    /// use retry_kit::adaptive::{AdaptivePolicy, Stats, Tuning};
+    /// use retry_kit::{Retry, RetryPolicy, testing};
+    /// use std::{io, time::Duration};
+    ///
+    /// fn outage(s: &Stats, t: Tuning) -> Tuning {
+    ///     if s.failure_rate > 0.5 { Tuning { attempts: 1, ..t } } else { t }
+    /// }
+    /// static ADAPT: AdaptivePolicy = AdaptivePolicy::new(&[outage]).min_samples(4);
+    /// let policy = RetryPolicy::fixed(Duration::from_millis(10)).attempts(4);
+    /// let down = || Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionRefused));
+    ///
+    /// let (_, slept) = testing::record_sleeps(|| Retry::new(&policy).adaptive(&ADAPT).call(down));
+    /// assert_eq!(slept.len(), 3, "the first call retries as declared");
+    /// let (_, slept) = testing::record_sleeps(|| Retry::new(&policy).adaptive(&ADAPT).call(down));
+    /// assert_eq!(slept.len(), 0, "four failures in the window: a single attempt");
+    /// assert_eq!(ADAPT.stats().count, 5);
+    /// ```
+    pub fn adaptive(mut self, source: &'p dyn Adapt) -> Self {
+        self.observed.adaptive = Some(source);
+        self
     }
 
     /// Run `op` until it succeeds or the policy stops; return its last result.
@@ -538,7 +784,7 @@ impl<'p, C, H> Retry<'p, C, H> {
         C: Classifier<E>,
         H: Hook<E>,
     {
-        let mut call = Call::new(self.policy, H::ACTIVE);
+        let mut call = self.observed.start(self.policy, H::ACTIVE);
         loop {
             let out = call.attempt_sync(&mut op);
             match call.after(&out, &self.classifier, &mut self.hook) {
@@ -563,7 +809,7 @@ impl<'p, C, H> Retry<'p, C, H> {
         C: Classifier<E>,
         H: Hook<E>,
     {
-        let mut call = Call::new(self.policy, H::ACTIVE);
+        let mut call = self.observed.start(self.policy, H::ACTIVE);
         loop {
             let out = call.attempt_async(op()).await;
             match call.after(&out, &self.classifier, &mut self.hook) {

@@ -160,7 +160,7 @@ impl Args {
             skip_value(&meta)?;
             return Ok(());
         }
-        let value: Expr = meta.value()?.parse()?;
+        let value = ungroup(meta.value()?.parse()?);
         match name.as_str() {
             "attempts" => {
                 if let Some(n) = attempts(&value, errors) {
@@ -275,6 +275,15 @@ impl Args {
             attempts, backoff, base, multiplier, max_delay, jitter, deadline
         );
         keys
+    }
+}
+
+/// A value passed through a `macro_rules!` fragment (`$v:literal`, `$v:expr`) arrives wrapped in
+/// an invisible group; look through it so that such values parse like written ones.
+fn ungroup(value: Expr) -> Expr {
+    match value {
+        Expr::Group(group) => ungroup(*group.expr),
+        other => other,
     }
 }
 

@@ -8,6 +8,7 @@
 use super::args::{self, Args, BackoffKind, Dur, Errors, JitterKind, NestedKind, Setting};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn, Path, ReturnType, Type};
 
@@ -71,11 +72,7 @@ fn validate(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<Type> {
             );
         }
     }
-    for (name, setting) in [
-        ("circuit", &args.circuit),
-        ("budget", &args.budget),
-        ("adaptive", &args.adaptive),
-    ] {
+    for (name, setting) in [("circuit", &args.circuit), ("budget", &args.budget)] {
         if let Some(s) = setting {
             errors.at(
                 &s.key,
@@ -123,7 +120,10 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
         .into_iter()
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
     let ret_span = ret.span();
-    let ret = erase_impl_trait(ret);
+    let erased = erase_impl_trait(ret.clone());
+    // Without syn's `extra-traits`, compare the tokens.
+    let had_impl_trait = quote!(#erased).to_string() != quote!(#ret).to_string();
+    let ret = erased;
 
     let call = Ident::new("__rk", Span::mixed_site());
     let out = Ident::new("__rk_out", Span::mixed_site());
@@ -137,6 +137,7 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
     let (policy_setup, policy_ref) = policy(args, &krate);
     let needs_clock = args.on_failure.is_some();
     let classify = classifier_expr(args, &krate);
+    let observed = observed(args, &sig.ident, &krate);
     let hook_expr = match &args.on_failure {
         Some(s) => {
             let path = &s.value;
@@ -144,6 +145,7 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
         }
         None => quote!(#krate::__private::NoHook),
     };
+    let hook_expr = described(hook_expr, &ret, had_impl_trait, &krate);
 
     let attempt = if sig.asyncness.is_some() {
         quote!(#call.attempt_async::<#ret, _>(async #block).await)
@@ -168,7 +170,7 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
         #vis #sig {
             #(#inner)*
             #policy_setup
-            let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock);
+            let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock) #observed;
             let #classifier = #classify;
             let mut #hook = #hook_expr;
             loop {
@@ -259,6 +261,38 @@ fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
         quote!(const #name: #krate::RetryPolicy = #builder;),
         quote!(&#name),
     )
+}
+
+/// The calls that follow `Call::new`: the function's path for `tracing` events, and the adaptive
+/// policy if one is named.
+fn observed(args: &Args, ident: &Ident, krate: &Path) -> TokenStream {
+    let name = syn::LitStr::new(&ident.unraw().to_string(), ident.span());
+    let mut chain = quote!(.named(concat!(module_path!(), "::", #name)));
+    if let Some(s) = &args.adaptive {
+        let path = &s.value;
+        let span = path.span();
+        // A path that is not an adaptive policy is reported at the path.
+        let source = quote_spanned!(span=> &#path as &dyn #krate::__private::Adapt);
+        chain.extend(quote!(.adaptive(#source)));
+    }
+    chain
+}
+
+/// The failure hook paired with the error's `Display`, found by autoref specialisation on the
+/// declared outcome type (see `retry_runtime::observe`). The hook, not the classifier, carries
+/// it, so that a missing `Classify` impl is still reported about the classifier alone.
+fn described(hook: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) -> TokenStream {
+    let display = if had_impl_trait {
+        // `_` in the outcome type cannot be named outside the body; go without the text.
+        quote!(#krate::__private::no_display())
+    } else {
+        quote!({
+            #[allow(unused_imports)]
+            use #krate::__private::{ViaDisplay as _, ViaNothing as _};
+            (&#krate::__private::DisplayProbe::<#ret>::new()).display_fn()
+        })
+    };
+    quote!(#krate::__private::Described(#hook, #display))
 }
 
 fn nested(kind: NestedKind, krate: &Path) -> TokenStream {
