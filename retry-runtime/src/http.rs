@@ -106,7 +106,7 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 ///
 /// let mut headers = HeaderMap::new();
 /// headers.insert(RETRY_AFTER, HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"));
-/// let now = UNIX_EPOCH + Duration::from_secs(784_111_737); // 08:49:07 that day
+/// let now = UNIX_EPOCH + Duration::from_secs(784_111_747); // 08:49:07 that day
 /// assert_eq!(retry_after_at(&headers, now), Some(Duration::from_secs(30)));
 /// ```
 pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
@@ -208,7 +208,7 @@ impl StatusError {
         }
     }
 
-    /// The error for an [`http::Response`](Response) (its body is not read).
+    /// The error for an [`http::Response`] (its body is not read).
     pub fn from_response<B>(response: &Response<B>) -> Self {
         StatusError::new(response.status(), response.headers())
     }

@@ -1,4 +1,4 @@
-//! reqwest: [`Classify`] for [`reqwest::Error`](::reqwest::Error), and [`error_for_status`] for
+//! reqwest: [`Classify`] for [`reqwest::Error`], and [`error_for_status`] for
 //! responses whose status is a failure (feature `reqwest`).
 //!
 //! | the error | class | why |
@@ -79,9 +79,9 @@ impl Classify for ::reqwest::Error {
             ErrorClass::IdempotentOnly
         } else if let Some(status) = self.status() {
             status_class(status)
-        } else if self.is_request() {
-            ErrorClass::IdempotentOnly
-        } else if (self.is_body() || self.is_decode()) && caused_by_io_failure(self) {
+        } else if self.is_request()
+            || ((self.is_body() || self.is_decode()) && caused_by_io_failure(self))
+        {
             ErrorClass::IdempotentOnly
         } else {
             ErrorClass::Permanent

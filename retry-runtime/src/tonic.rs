@@ -1,4 +1,4 @@
-//! tonic: [`Classify`] for [`tonic::Status`](::tonic::Status) by gRPC status code, with the
+//! tonic: [`Classify`] for [`tonic::Status`] by gRPC status code, with the
 //! server's `grpc-retry-pushback-ms` as the retry-after (feature `tonic`).
 //!
 //! The table follows the guidance in gRPC's own status-code documentation and its retry design
