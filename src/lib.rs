@@ -5,6 +5,12 @@ pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::AdaptivePolicy;
 pub use retry_runtime::adaptive;
 pub use retry_runtime::class::io_kind_class;
+#[cfg(feature = "http")]
+pub use retry_runtime::http;
+#[cfg(feature = "reqwest")]
+pub use retry_runtime::reqwest;
+#[cfg(feature = "tonic")]
+pub use retry_runtime::tonic;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
     Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,

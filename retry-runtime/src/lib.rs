@@ -18,6 +18,9 @@
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`] and [`testing::seed_jitter`] |
+//! | `http` | (feature `http`) the HTTP status table, `Retry-After`, `StatusError` |
+//! | `reqwest` | (feature `reqwest`) `Classify for reqwest::Error`, `error_for_status` |
+//! | `tonic` | (feature `tonic`) `Classify for tonic::Status`, `grpc-retry-pushback-ms` |
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -31,6 +34,13 @@ pub mod policy;
 mod rng;
 pub mod run;
 pub mod testing;
+
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
+#[cfg(feature = "tonic")]
+pub mod tonic;
 
 pub use adaptive::AdaptivePolicy;
 pub use class::{Classify, ErrorClass};

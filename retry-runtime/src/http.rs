@@ -1,0 +1,682 @@
+//! HTTP: the class of a status code, the `Retry-After` header, and an error type that carries
+//! both out of a response (feature `http`).
+//!
+//! The decision this module encodes is whether the server *processed* the request, because that
+//! is what makes a retry safe or not:
+//!
+//! | status | class | why |
+//! | --- | --- | --- |
+//! | 408 Request Timeout | transient | the server gave up waiting for the request before acting on it |
+//! | 429 Too Many Requests | transient | rate limited: refused before processing, and usually says when to come back |
+//! | 503 Service Unavailable | transient | overloaded or restarting: refused before processing |
+//! | 500 Internal Server Error | idempotent-only | the handler failed part-way: it may have written before failing |
+//! | 502 Bad Gateway | idempotent-only | a proxy lost the upstream's answer: the upstream may have acted |
+//! | 504 Gateway Timeout | idempotent-only | a proxy stopped waiting: the upstream may still be acting |
+//! | every other 4xx | permanent | the request itself is wrong (400, 401, 403, 404, 409, 422, ...): it fails the same way again |
+//! | every other 5xx | permanent | the server says it cannot do this at all (501, 505, 507, 511, ...) |
+//! | 1xx, 2xx, 3xx | permanent | not a failure: the server answered, and the same request gets the same answer |
+//!
+//! So a `POST` that got a 502 is not repeated unless the function is declared `idempotent` — the
+//! complaint users have about clients that retry every 5xx whatever the method. Status codes
+//! outside 100–599 (which [`StatusCode`] can hold) are permanent too: an unknown answer is not
+//! retried into a struggling server.
+//!
+//! 425 Too Early is permanent here: RFC 8470 lets a client repeat it once its TLS handshake is
+//! complete, which is the HTTP client's business, not a backoff loop's.
+//!
+//! ```
+//! use http::{HeaderMap, HeaderValue, StatusCode};
+//! use retry_kit::ErrorClass;
+//! use retry_kit::http::{classify_response, retry_after, status_class};
+//! use std::time::Duration;
+//!
+//! assert_eq!(status_class(StatusCode::SERVICE_UNAVAILABLE), ErrorClass::Transient);
+//! assert_eq!(status_class(StatusCode::BAD_GATEWAY), ErrorClass::IdempotentOnly);
+//! assert_eq!(status_class(StatusCode::NOT_FOUND), ErrorClass::Permanent);
+//!
+//! let mut headers = HeaderMap::new();
+//! headers.insert(http::header::RETRY_AFTER, HeaderValue::from_static("120"));
+//! assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
+//! assert_eq!(
+//!     classify_response(StatusCode::TOO_MANY_REQUESTS, &headers),
+//!     (ErrorClass::Transient, Some(Duration::from_secs(120))),
+//! );
+//! ```
+
+use crate::class::{Classify, ErrorClass};
+use ::http::{HeaderMap, Response, StatusCode, header::RETRY_AFTER};
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The class of an HTTP status code, by the table in the [module docs](self).
+///
+/// ```
+/// use http::StatusCode;
+/// use retry_kit::{http::status_class, ErrorClass};
+///
+/// assert_eq!(status_class(StatusCode::TOO_MANY_REQUESTS), ErrorClass::Transient);
+/// assert_eq!(status_class(StatusCode::GATEWAY_TIMEOUT), ErrorClass::IdempotentOnly);
+/// assert_eq!(status_class(StatusCode::UNAUTHORIZED), ErrorClass::Permanent);
+/// assert_eq!(status_class(StatusCode::NOT_IMPLEMENTED), ErrorClass::Permanent);
+/// ```
+pub fn status_class(status: StatusCode) -> ErrorClass {
+    match status.as_u16() {
+        408 | 429 | 503 => ErrorClass::Transient,
+        500 | 502 | 504 => ErrorClass::IdempotentOnly,
+        _ => ErrorClass::Permanent,
+    }
+}
+
+/// The wait a response's `Retry-After` header asks for, measured from now.
+///
+/// Both forms of RFC 9110 §10.2.3 are read: delta-seconds (`Retry-After: 120`) and an HTTP-date
+/// (`Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`), the latter in the preferred IMF-fixdate form
+/// and the obsolete RFC 850 and asctime forms. A date in the past is `Some(Duration::ZERO)`: the
+/// server's time to come back has already arrived. A missing header, or one that is neither form,
+/// is `None`. A number of seconds too large for a `u64` saturates rather than being rejected, so
+/// the retry loop sees a very long wait (and stops with `RetryAfterTooLong`) instead of no hint.
+/// With several `Retry-After` headers the first one counts.
+///
+/// "Now" for an HTTP-date is [`SystemTime::now`]; [`retry_after_at`] takes it as an argument.
+///
+/// ```
+/// use http::{header::RETRY_AFTER, HeaderMap, HeaderValue};
+/// use retry_kit::http::retry_after;
+/// use std::time::Duration;
+///
+/// let mut headers = HeaderMap::new();
+/// assert_eq!(retry_after(&headers), None);
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("3"));
+/// assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"));
+/// assert_eq!(retry_after(&headers), Some(Duration::ZERO));
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+/// assert_eq!(retry_after(&headers), None);
+/// ```
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    retry_after_at(headers, SystemTime::now())
+}
+
+/// [`retry_after`] with an explicit "now", for code (and tests) that keep their own clock.
+///
+/// ```
+/// use http::{header::RETRY_AFTER, HeaderMap, HeaderValue};
+/// use retry_kit::http::retry_after_at;
+/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert(RETRY_AFTER, HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"));
+/// let now = UNIX_EPOCH + Duration::from_secs(784_111_747); // 08:49:07 that day
+/// assert_eq!(retry_after_at(&headers, now), Some(Duration::from_secs(30)));
+/// ```
+pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
+    parse_retry_after(value, now)
+}
+
+/// Parse one `Retry-After` value: delta-seconds or an HTTP-date, relative to `now`.
+///
+/// Surrounding whitespace is ignored. Delta-seconds is one or more ASCII digits (no sign, no
+/// fraction) and saturates at `u64::MAX` seconds. An HTTP-date must follow one of RFC 9110's
+/// three forms exactly, names in their exact case and `GMT`; its weekday must be a valid name but
+/// is not checked against the date (the date is what the server meant; a wrong weekday is a
+/// cosmetic bug on its side). A two-digit RFC 850 year is read as the most recent matching year
+/// that is not more than 50 years after `now`, as RFC 9110 requires.
+///
+/// ```
+/// use retry_kit::http::parse_retry_after;
+/// use std::time::{Duration, UNIX_EPOCH};
+///
+/// let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+/// let in_a_minute = Some(Duration::from_secs(60));
+/// assert_eq!(parse_retry_after("Sun, 06 Nov 1994 08:50:37 GMT", now), in_a_minute);
+/// assert_eq!(parse_retry_after("Sunday, 06-Nov-94 08:50:37 GMT", now), in_a_minute);
+/// assert_eq!(parse_retry_after("Sun Nov  6 08:50:37 1994", now), in_a_minute);
+/// assert_eq!(parse_retry_after(" 60 ", now), in_a_minute);
+/// assert_eq!(parse_retry_after("-1", now), None);
+/// ```
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim_matches([' ', '\t']);
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Duration::from_secs(saturating_digits(value.as_bytes())));
+    }
+    let at = parse_http_date(value, now)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The class of a response and the wait it asks for: [`status_class`] of the status and
+/// [`retry_after`] of the headers.
+///
+/// The hint is returned whatever the class; a retry loop ignores it for a permanent one.
+///
+/// ```
+/// use http::{HeaderMap, StatusCode};
+/// use retry_kit::{http::classify_response, ErrorClass};
+///
+/// assert_eq!(
+///     classify_response(StatusCode::BAD_REQUEST, &HeaderMap::new()),
+///     (ErrorClass::Permanent, None),
+/// );
+/// ```
+pub fn classify_response(
+    status: StatusCode,
+    headers: &HeaderMap,
+) -> (ErrorClass, Option<Duration>) {
+    (status_class(status), retry_after(headers))
+}
+
+/// A non-success HTTP response as an error: its status and its `Retry-After`, read when the
+/// response arrived.
+///
+/// It implements [`Classify`] (the class by [`status_class`], the hint from `Retry-After`), so an
+/// error enum can hold it in a `#[classify(delegate)]` variant beside the HTTP client's own error.
+/// The response body is not kept: read what you need from it before turning it into an error.
+///
+/// ```
+/// use http::{header::RETRY_AFTER, Response, StatusCode};
+/// use retry_kit::{http::StatusError, Classify, ErrorClass};
+/// use std::time::Duration;
+///
+/// let response = Response::builder()
+///     .status(StatusCode::SERVICE_UNAVAILABLE)
+///     .header(RETRY_AFTER, "2")
+///     .body(())
+///     .unwrap();
+/// let error = StatusError::from_response(&response);
+/// assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+/// assert_eq!(error.class(), ErrorClass::Transient);
+/// assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
+/// assert_eq!(error.to_string(), "HTTP status 503 Service Unavailable (retry after 2s)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StatusError {
+    status: StatusCode,
+    retry_after: Option<Duration>,
+}
+
+impl StatusError {
+    /// The error for a response with this status and these headers.
+    pub fn new(status: StatusCode, headers: &HeaderMap) -> Self {
+        StatusError::with_retry_after(status, retry_after(headers))
+    }
+
+    /// The error for a status and an already known wait hint.
+    pub const fn with_retry_after(status: StatusCode, retry_after: Option<Duration>) -> Self {
+        StatusError {
+            status,
+            retry_after,
+        }
+    }
+
+    /// The error for an [`http::Response`] (its body is not read).
+    pub fn from_response<B>(response: &Response<B>) -> Self {
+        StatusError::new(response.status(), response.headers())
+    }
+
+    /// The response's status.
+    pub const fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl fmt::Display for StatusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HTTP status {}", self.status)?;
+        if let Some(wait) = self.retry_after {
+            write!(f, " (retry after {wait:?})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StatusError {}
+
+impl Classify for StatusError {
+    fn class(&self) -> ErrorClass {
+        status_class(self.status)
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+}
+
+/// Pass a response through if its status is not a 4xx or 5xx; otherwise turn it into a
+/// [`StatusError`] carrying the status and the `Retry-After` wait.
+///
+/// 1xx, 2xx and 3xx pass, as with reqwest's `error_for_status`: a redirect the client did not
+/// follow is an answer to look at, not a failure.
+///
+/// ```
+/// use http::{Response, StatusCode};
+/// use retry_kit::http::error_for_status;
+///
+/// let ok = Response::builder().status(StatusCode::OK).body("hi").unwrap();
+/// assert_eq!(error_for_status(ok).unwrap().into_body(), "hi");
+/// let gone = Response::builder().status(StatusCode::GONE).body("").unwrap();
+/// assert_eq!(error_for_status(gone).unwrap_err().status(), StatusCode::GONE);
+/// ```
+pub fn error_for_status<B>(response: Response<B>) -> Result<Response<B>, StatusError> {
+    if is_failure(response.status()) {
+        Err(StatusError::from_response(&response))
+    } else {
+        Ok(response)
+    }
+}
+
+/// Whether a status is a failure for [`error_for_status`]: 4xx and 5xx.
+pub(crate) fn is_failure(status: StatusCode) -> bool {
+    status.is_client_error() || status.is_server_error()
+}
+
+/// ASCII digits as a `u64`, saturating instead of overflowing.
+fn saturating_digits(digits: &[u8]) -> u64 {
+    digits.iter().fold(0u64, |n, &d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    })
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+const LONG_DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// An HTTP-date in any of RFC 9110's three forms (§5.6.7), as a point in time.
+///
+/// ```text
+/// IMF-fixdate  Sun, 06 Nov 1994 08:49:37 GMT
+/// RFC 850      Sunday, 06-Nov-94 08:49:37 GMT
+/// asctime      Sun Nov  6 08:49:37 1994
+/// ```
+fn parse_http_date(s: &str, now: SystemTime) -> Option<SystemTime> {
+    let civil = match s.split_once(", ") {
+        Some((day, rest)) if DAYS.contains(&day) => imf_fixdate(rest)?,
+        Some((day, rest)) if LONG_DAYS.contains(&day) => rfc850(rest, now)?,
+        Some(_) => return None,
+        None => asctime(s)?,
+    };
+    civil.to_system_time()
+}
+
+/// `06 Nov 1994 08:49:37 GMT`
+fn imf_fixdate(s: &str) -> Option<Civil> {
+    let s = s.as_bytes();
+    if s.len() != 24 || s[2] != b' ' || s[6] != b' ' || s[11] != b' ' || &s[20..] != b" GMT" {
+        return None;
+    }
+    Civil::new(
+        digits(&s[7..11])?,
+        month(&s[3..6])?,
+        digits(&s[0..2])?,
+        &s[12..20],
+    )
+}
+
+/// `06-Nov-94 08:49:37 GMT`, the two-digit year resolved against `now`.
+fn rfc850(s: &str, now: SystemTime) -> Option<Civil> {
+    let s = s.as_bytes();
+    if s.len() != 22 || s[2] != b'-' || s[6] != b'-' || s[9] != b' ' || &s[18..] != b" GMT" {
+        return None;
+    }
+    let yy = i64::from(digits(&s[7..9])?);
+    // RFC 9110: a two-digit year that would be more than 50 years in the future is the most
+    // recent past year with those digits.
+    let this_year = Civil::year_of(now);
+    let mut year = this_year - this_year.rem_euclid(100) + yy;
+    if year > this_year + 50 {
+        year -= 100;
+    }
+    Civil::new(
+        u32::try_from(year).ok()?,
+        month(&s[3..6])?,
+        digits(&s[0..2])?,
+        &s[10..18],
+    )
+}
+
+/// `Sun Nov  6 08:49:37 1994` (the day of month padded with a space, not a zero).
+fn asctime(s: &str) -> Option<Civil> {
+    let s = s.as_bytes();
+    if s.len() != 24 || s[3] != b' ' || s[7] != b' ' || s[10] != b' ' || s[19] != b' ' {
+        return None;
+    }
+    if !DAYS.iter().any(|d| d.as_bytes() == &s[0..3]) {
+        return None;
+    }
+    let day = match s[8] {
+        b' ' => digits(&s[9..10])?,
+        _ => digits(&s[8..10])?,
+    };
+    Civil::new(digits(&s[20..24])?, month(&s[4..7])?, day, &s[11..19])
+}
+
+/// Exactly `s.len()` ASCII digits as a number.
+fn digits(s: &[u8]) -> Option<u32> {
+    s.iter().try_fold(0u32, |n, &d| {
+        d.is_ascii_digit()
+            .then(|| n.saturating_mul(10).saturating_add(u32::from(d - b'0')))
+    })
+}
+
+/// The month number (1-based) of a three-letter month name.
+fn month(s: &[u8]) -> Option<u32> {
+    let i = MONTHS.iter().position(|m| m.as_bytes() == s)?;
+    u32::try_from(i + 1).ok()
+}
+
+/// A validated UTC date and time of day.
+struct Civil {
+    year: u32,
+    month: u32,
+    day: u32,
+    seconds_of_day: u32,
+}
+
+impl Civil {
+    /// The date and `HH:MM:SS` (second 60 allowed, for a leap second), if they exist.
+    fn new(year: u32, month: u32, day: u32, time: &[u8]) -> Option<Civil> {
+        if time.len() != 8 || time[2] != b':' || time[5] != b':' {
+            return None;
+        }
+        let (h, m, s) = (
+            digits(&time[0..2])?,
+            digits(&time[3..5])?,
+            digits(&time[6..8])?,
+        );
+        let days_in_month = match month {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+            2 => 28,
+            _ => return None,
+        };
+        if day == 0 || day > days_in_month || h > 23 || m > 59 || s > 60 {
+            return None;
+        }
+        Some(Civil {
+            year,
+            month,
+            day,
+            seconds_of_day: h * 3600 + m * 60 + s,
+        })
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's `days_from_civil`).
+    fn days_since_epoch(year: i64, month: u32, day: u32) -> i64 {
+        let y = if month <= 2 { year - 1 } else { year };
+        let era = y.div_euclid(400);
+        let yoe = y.rem_euclid(400);
+        let mp = i64::from((month + 9) % 12);
+        let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        era * 146_097 + doe - 719_468
+    }
+
+    /// The calendar year of a point in time (Hinnant's `civil_from_days`, year only).
+    fn year_of(t: SystemTime) -> i64 {
+        let secs = match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
+        };
+        let z = secs.div_euclid(86_400) + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let year = yoe + era * 400;
+        if mp >= 10 { year + 1 } else { year }
+    }
+
+    fn to_system_time(&self) -> Option<SystemTime> {
+        let days = Civil::days_since_epoch(i64::from(self.year), self.month, self.day);
+        let secs = days * 86_400 + i64::from(self.seconds_of_day);
+        match u64::try_from(secs) {
+            Ok(secs) => UNIX_EPOCH.checked_add(Duration::from_secs(secs)),
+            // Before 1970: certainly in the past, and `duration_since` makes that zero.
+            Err(_) => Some(UNIX_EPOCH),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sun, 06 Nov 1994 08:49:37 GMT, RFC 9110's example date.
+    const EXAMPLE: u64 = 784_111_777;
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn every_status_from_100_to_999_has_the_documented_class() {
+        for code in 100..=999u16 {
+            let status = StatusCode::from_u16(code).unwrap();
+            let expected = match code {
+                408 | 429 | 503 => ErrorClass::Transient,
+                500 | 502 | 504 => ErrorClass::IdempotentOnly,
+                _ => ErrorClass::Permanent,
+            };
+            assert_eq!(status_class(status), expected, "status {code}");
+        }
+    }
+
+    #[test]
+    fn delta_seconds_are_read_with_surrounding_whitespace() {
+        let now = at(EXAMPLE);
+        assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            parse_retry_after(" \t7\t ", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(parse_retry_after("007", now), Some(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn huge_delta_seconds_saturate_instead_of_failing() {
+        let now = at(EXAMPLE);
+        let max = Some(Duration::from_secs(u64::MAX));
+        assert_eq!(parse_retry_after("18446744073709551615", now), max);
+        assert_eq!(parse_retry_after("18446744073709551616", now), max);
+        assert_eq!(parse_retry_after(&"9".repeat(400), now), max);
+    }
+
+    #[test]
+    fn the_three_date_forms_give_the_same_instant() {
+        let now = at(EXAMPLE - 90);
+        let want = Some(Duration::from_secs(90));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            want
+        );
+        assert_eq!(
+            parse_retry_after("Sunday, 06-Nov-94 08:49:37 GMT", now),
+            want
+        );
+        assert_eq!(parse_retry_after("Sun Nov  6 08:49:37 1994", now), want);
+    }
+
+    #[test]
+    fn future_dates_are_measured_from_now_including_its_fraction() {
+        let now = at(EXAMPLE) - Duration::from_millis(1500);
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_millis(1500))
+        );
+        // Far ahead: year 9999.
+        let far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now).unwrap();
+        assert_eq!(far.as_secs(), 253_402_300_799 - EXAMPLE + 1);
+    }
+
+    #[test]
+    fn past_dates_mean_retry_now() {
+        let now = at(EXAMPLE);
+        let zero = Some(Duration::ZERO);
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:36 GMT", now),
+            zero
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            zero
+        );
+        assert_eq!(
+            parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now),
+            zero
+        );
+        assert_eq!(
+            parse_retry_after("Mon, 01 Jan 1900 00:00:00 GMT", now),
+            zero
+        );
+        assert_eq!(parse_retry_after("Sat Jan  1 00:00:00 0000", now), zero);
+    }
+
+    #[test]
+    fn dates_on_calendar_edges_are_exact() {
+        // 2000-02-29 (a leap year divisible by 400) and 2024-12-31, against known epoch seconds.
+        let cases = [
+            ("Tue, 29 Feb 2000 00:00:00 GMT", 951_782_400),
+            ("Tue, 31 Dec 2024 23:59:59 GMT", 1_735_689_599),
+            ("Thu, 01 Jan 1970 00:00:01 GMT", 1),
+        ];
+        for (date, secs) in cases {
+            assert_eq!(
+                parse_retry_after(date, UNIX_EPOCH),
+                Some(Duration::from_secs(secs)),
+                "{date}"
+            );
+        }
+        // A leap second is the next minute's first second.
+        assert_eq!(
+            parse_retry_after("Sat, 31 Dec 2016 23:59:60 GMT", UNIX_EPOCH),
+            Some(Duration::from_secs(1_483_228_800))
+        );
+    }
+
+    #[test]
+    fn rfc850_two_digit_years_are_never_more_than_50_years_ahead() {
+        // Now: 2026-06-01.
+        let now = at(1_780_272_000);
+        assert_eq!(Civil::year_of(now), 2026);
+        let year_of = |date: &str| {
+            let t = parse_http_date(date, now).unwrap();
+            Civil::year_of(t)
+        };
+        assert_eq!(year_of("Monday, 01-Jun-26 00:00:00 GMT"), 2026);
+        assert_eq!(year_of("Monday, 01-Jun-76 00:00:00 GMT"), 2076);
+        assert_eq!(year_of("Monday, 01-Jun-77 00:00:00 GMT"), 1977);
+        assert_eq!(year_of("Monday, 01-Jun-94 00:00:00 GMT"), 1994);
+        assert_eq!(year_of("Monday, 01-Jun-00 00:00:00 GMT"), 2000);
+    }
+
+    #[test]
+    fn year_of_matches_known_dates() {
+        assert_eq!(Civil::year_of(UNIX_EPOCH), 1970);
+        assert_eq!(Civil::year_of(at(EXAMPLE)), 1994);
+        assert_eq!(Civil::year_of(at(951_782_400)), 2000);
+        assert_eq!(Civil::year_of(at(1_735_689_599)), 2024);
+        assert_eq!(Civil::year_of(at(1_735_689_600)), 2025);
+        assert_eq!(Civil::year_of(UNIX_EPOCH - Duration::from_secs(1)), 1969);
+    }
+
+    #[test]
+    fn garbage_is_no_hint() {
+        let now = at(EXAMPLE);
+        for value in [
+            "",
+            " ",
+            "-1",
+            "+5",
+            "1.5",
+            "5s",
+            "soon",
+            "0x10",
+            "１２",
+            // Wrong case, a missing or wrong zone, a missing comma, bad padding.
+            "sun, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun 06 Nov 1994 08:49:37 GMT",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 94 08:49:37 GMT",
+            "Sun, 06-Nov-94 08:49:37 GMT",
+            "Sunday, 06 Nov 1994 08:49:37 GMT",
+            "Sun Nov 06 08:49:37 1994 GMT",
+            "Sun Nov 6 08:49:37 1994",
+            "Xyz Nov  6 08:49:37 1994",
+            "Funday, 06-Nov-94 08:49:37 GMT",
+            // Dates and times that do not exist.
+            "Sun, 31 Nov 1994 08:49:37 GMT",
+            "Sun, 29 Feb 1900 08:49:37 GMT",
+            "Sun, 00 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 06 Nov 1994 08:60:00 GMT",
+            "Sun, 06 Nov 1994 08:49:61 GMT",
+            "Sun, 06 Nov 1994 08-49-37 GMT",
+        ] {
+            assert_eq!(parse_retry_after(value, now), None, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn a_mismatched_weekday_is_tolerated() {
+        // 06 Nov 1994 was a Sunday; the date is what counts.
+        assert_eq!(
+            parse_retry_after("Mon, 06 Nov 1994 08:49:47 GMT", at(EXAMPLE)),
+            Some(Duration::from_secs(10))
+        );
+    }
+
+    #[test]
+    fn the_first_retry_after_header_counts_and_non_text_values_are_ignored() {
+        let mut headers = HeaderMap::new();
+        headers.append(RETRY_AFTER, "5".parse().unwrap());
+        headers.append(RETRY_AFTER, "9".parse().unwrap());
+        assert_eq!(
+            retry_after_at(&headers, at(EXAMPLE)),
+            Some(Duration::from_secs(5))
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            RETRY_AFTER,
+            ::http::HeaderValue::from_bytes(b"5\xff").unwrap(),
+        );
+        assert_eq!(retry_after_at(&headers, at(EXAMPLE)), None);
+    }
+
+    #[test]
+    fn status_error_displays_and_classifies_without_a_hint() {
+        let error = StatusError::new(StatusCode::INTERNAL_SERVER_ERROR, &HeaderMap::new());
+        assert_eq!(error.class(), ErrorClass::IdempotentOnly);
+        assert_eq!(Classify::retry_after(&error), None);
+        assert_eq!(error.to_string(), "HTTP status 500 Internal Server Error");
+    }
+
+    #[test]
+    fn error_for_status_passes_1xx_2xx_3xx_and_fails_4xx_5xx() {
+        for code in 100..=599u16 {
+            let status = StatusCode::from_u16(code).unwrap();
+            let response = Response::builder().status(status).body(()).unwrap();
+            assert_eq!(
+                error_for_status(response).is_err(),
+                code >= 400,
+                "status {code}"
+            );
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! tonic: [`Classify`] for [`tonic::Status`] by gRPC status code, with the
+//! server's `grpc-retry-pushback-ms` as the retry-after (feature `tonic`).
+//!
+//! The table follows the guidance in gRPC's own status-code documentation and its retry design
+//! (gRFC A6): retry what the server refused before doing any work, never what the request itself
+//! caused, and repeat an unknown outcome only for idempotent calls.
+//!
+//! | code | class | why |
+//! | --- | --- | --- |
+//! | `Unavailable` | transient | the service is down or restarting; gRPC names it the retryable code |
+//! | `ResourceExhausted` | transient | a quota or rate limit; it clears with time (the server's pushback says when) |
+//! | `Aborted` | transient | a concurrency conflict (a failed transaction); gRPC's advice is to retry the sequence |
+//! | `DeadlineExceeded` | idempotent-only | the call may have completed on the server after the client gave up |
+//! | `Unknown` | idempotent-only | the server failed without saying how (an untyped handler error, a non-gRPC 5xx): the work may have been done |
+//! | `Cancelled` | permanent | normally the caller's own cancellation; repeating it undoes the caller's decision |
+//! | `InvalidArgument`, `NotFound`, `AlreadyExists`, `PermissionDenied`, `Unauthenticated`, `FailedPrecondition`, `OutOfRange`, `Unimplemented` | permanent | the request or the system's state is wrong: the same call fails the same way until someone changes something |
+//! | `Internal`, `DataLoss` | permanent | gRPC reserves these for broken invariants and unrecoverable loss, not passing trouble (unlike HTTP's 500, which servers use for everything) |
+//! | `Ok` | permanent | not a failure |
+//!
+//! # Pushback
+//!
+//! A server may send `grpc-retry-pushback-ms` in its trailers (which tonic puts in
+//! [`Status::metadata`](::tonic::Status::metadata)). As gRFC A6 specifies:
+//! - a non-negative integer of milliseconds is the wait before the next attempt, which the retry
+//!   loop honours as the error's retry-after (waiting at least that long, or stopping with
+//!   `RetryAfterTooLong` if it is longer than `max_delay`);
+//! - a negative or unparseable value means "do not retry this call": the status is then
+//!   permanent whatever its code.
+//!
+//! A value that is more than one header, or not visible ASCII, is unparseable (as grpc-go treats
+//! it); a number too large for a `u64` saturates to a very long wait.
+//!
+//! ```
+//! use retry_kit::{Classify, ErrorClass};
+//! use std::time::Duration;
+//! use tonic::{Code, Status};
+//!
+//! let mut busy = Status::unavailable("draining");
+//! assert_eq!(busy.class(), ErrorClass::Transient);
+//! busy.metadata_mut().insert("grpc-retry-pushback-ms", "250".parse().unwrap());
+//! assert_eq!(busy.retry_after(), Some(Duration::from_millis(250)));
+//!
+//! let mut go_away = Status::unavailable("draining");
+//! go_away.metadata_mut().insert("grpc-retry-pushback-ms", "-1".parse().unwrap());
+//! assert_eq!(go_away.class(), ErrorClass::Permanent);
+//!
+//! assert_eq!(Status::not_found("no such user").class(), ErrorClass::Permanent);
+//! assert_eq!(Status::deadline_exceeded("slow").class(), ErrorClass::IdempotentOnly);
+//! ```
+
+use crate::class::{Classify, ErrorClass};
+use ::tonic::metadata::MetadataMap;
+use ::tonic::{Code, Status};
+use std::time::Duration;
+
+/// The metadata key a gRPC server uses to tell a client when (or whether) to retry.
+pub const PUSHBACK_KEY: &str = "grpc-retry-pushback-ms";
+
+/// The class of a gRPC status code, by the table in the [module docs](self); this ignores
+/// pushback, which [`Classify for Status`](Status) applies on top.
+///
+/// ```
+/// use retry_kit::{tonic::code_class, ErrorClass};
+/// use tonic::Code;
+///
+/// assert_eq!(code_class(Code::Unavailable), ErrorClass::Transient);
+/// assert_eq!(code_class(Code::DeadlineExceeded), ErrorClass::IdempotentOnly);
+/// assert_eq!(code_class(Code::PermissionDenied), ErrorClass::Permanent);
+/// ```
+pub fn code_class(code: Code) -> ErrorClass {
+    match code {
+        Code::Unavailable | Code::ResourceExhausted | Code::Aborted => ErrorClass::Transient,
+        Code::DeadlineExceeded | Code::Unknown => ErrorClass::IdempotentOnly,
+        Code::Ok
+        | Code::Cancelled
+        | Code::InvalidArgument
+        | Code::NotFound
+        | Code::AlreadyExists
+        | Code::PermissionDenied
+        | Code::Unauthenticated
+        | Code::FailedPrecondition
+        | Code::OutOfRange
+        | Code::Unimplemented
+        | Code::Internal
+        | Code::DataLoss => ErrorClass::Permanent,
+    }
+}
+
+/// What a server's `grpc-retry-pushback-ms` says.
+///
+/// ```
+/// use retry_kit::tonic::{pushback, Pushback};
+/// use std::time::Duration;
+/// use tonic::metadata::MetadataMap;
+///
+/// let mut metadata = MetadataMap::new();
+/// assert_eq!(pushback(&metadata), Pushback::Absent);
+/// metadata.insert("grpc-retry-pushback-ms", "1500".parse().unwrap());
+/// assert_eq!(pushback(&metadata), Pushback::RetryAfter(Duration::from_millis(1500)));
+/// metadata.insert("grpc-retry-pushback-ms", "later".parse().unwrap());
+/// assert_eq!(pushback(&metadata), Pushback::DoNotRetry);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pushback {
+    /// No pushback: the client's own backoff decides.
+    Absent,
+    /// Wait this long before the next attempt.
+    RetryAfter(Duration),
+    /// The server asks the client not to retry this call (a negative or unparseable value).
+    DoNotRetry,
+}
+
+/// Read the pushback from a status's metadata (see the [module docs](self)).
+pub fn pushback(metadata: &MetadataMap) -> Pushback {
+    let mut values = metadata.get_all(PUSHBACK_KEY).iter();
+    let Some(first) = values.next() else {
+        return Pushback::Absent;
+    };
+    if values.next().is_some() {
+        return Pushback::DoNotRetry;
+    }
+    match first.to_str() {
+        Ok(text) => parse_pushback(text),
+        Err(_) => Pushback::DoNotRetry,
+    }
+}
+
+/// Parse one `grpc-retry-pushback-ms` value.
+///
+/// ASCII digits (surrounding spaces ignored) are milliseconds, saturating at `u64::MAX`; anything
+/// else, a negative number included, is [`Pushback::DoNotRetry`].
+///
+/// ```
+/// use retry_kit::tonic::{parse_pushback, Pushback};
+/// use std::time::Duration;
+///
+/// assert_eq!(parse_pushback("0"), Pushback::RetryAfter(Duration::ZERO));
+/// assert_eq!(parse_pushback("-5"), Pushback::DoNotRetry);
+/// assert_eq!(parse_pushback("1e3"), Pushback::DoNotRetry);
+/// ```
+pub fn parse_pushback(value: &str) -> Pushback {
+    let value = value.trim_matches([' ', '\t']);
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Pushback::DoNotRetry;
+    }
+    let millis = value.bytes().fold(0u64, |n, d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    });
+    Pushback::RetryAfter(Duration::from_millis(millis))
+}
+
+/// The class by [`code_class`], made permanent by a negative or unparseable pushback; the
+/// retry-after is a valid pushback. See the [module docs](self).
+impl Classify for Status {
+    fn class(&self) -> ErrorClass {
+        match pushback(self.metadata()) {
+            Pushback::DoNotRetry => ErrorClass::Permanent,
+            Pushback::Absent | Pushback::RetryAfter(_) => code_class(self.code()),
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match pushback(self.metadata()) {
+            Pushback::RetryAfter(wait) => Some(wait),
+            Pushback::Absent | Pushback::DoNotRetry => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::tonic::metadata::{AsciiMetadataValue, MetadataValue};
+
+    const ALL_CODES: [Code; 17] = [
+        Code::Ok,
+        Code::Cancelled,
+        Code::Unknown,
+        Code::InvalidArgument,
+        Code::DeadlineExceeded,
+        Code::NotFound,
+        Code::AlreadyExists,
+        Code::PermissionDenied,
+        Code::ResourceExhausted,
+        Code::FailedPrecondition,
+        Code::Aborted,
+        Code::OutOfRange,
+        Code::Unimplemented,
+        Code::Internal,
+        Code::Unavailable,
+        Code::DataLoss,
+        Code::Unauthenticated,
+    ];
+
+    fn with_pushback(code: Code, values: &[&'static str]) -> Status {
+        let mut status = Status::new(code, "test");
+        for v in values {
+            status
+                .metadata_mut()
+                .append(PUSHBACK_KEY, AsciiMetadataValue::from_static(v));
+        }
+        status
+    }
+
+    #[test]
+    fn only_unavailable_resource_exhausted_and_aborted_are_transient() {
+        for code in ALL_CODES {
+            let want = match code {
+                Code::Unavailable | Code::ResourceExhausted | Code::Aborted => {
+                    ErrorClass::Transient
+                }
+                Code::DeadlineExceeded | Code::Unknown => ErrorClass::IdempotentOnly,
+                _ => ErrorClass::Permanent,
+            };
+            assert_eq!(code_class(code), want, "{code:?}");
+            assert_eq!(Status::new(code, "").class(), want, "{code:?}");
+            assert_eq!(Status::new(code, "").retry_after(), None, "{code:?}");
+        }
+    }
+
+    #[test]
+    fn pushback_values_parse_as_milliseconds_and_saturate() {
+        let after = |ms| Pushback::RetryAfter(Duration::from_millis(ms));
+        assert_eq!(parse_pushback("0"), after(0));
+        assert_eq!(parse_pushback("250"), after(250));
+        assert_eq!(parse_pushback(" 250 "), after(250));
+        assert_eq!(parse_pushback("0007"), after(7));
+        assert_eq!(parse_pushback("18446744073709551615"), after(u64::MAX));
+        assert_eq!(parse_pushback("99999999999999999999999"), after(u64::MAX));
+    }
+
+    #[test]
+    fn negative_and_garbage_pushback_mean_do_not_retry() {
+        for value in [
+            "", " ", "-1", "-0", "+5", "1.5", "1e3", "5ms", "0x10", "soon", "1 2",
+        ] {
+            assert_eq!(parse_pushback(value), Pushback::DoNotRetry, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn a_valid_pushback_keeps_the_code_class_and_becomes_the_retry_after() {
+        let status = with_pushback(Code::Unavailable, &["1200"]);
+        assert_eq!(status.class(), ErrorClass::Transient);
+        assert_eq!(status.retry_after(), Some(Duration::from_millis(1200)));
+        // A permanent code stays permanent: pushback only times a retry the code allows.
+        let status = with_pushback(Code::InvalidArgument, &["10"]);
+        assert_eq!(status.class(), ErrorClass::Permanent);
+    }
+
+    #[test]
+    fn a_do_not_retry_pushback_makes_every_code_permanent() {
+        for code in ALL_CODES {
+            let status = with_pushback(code, &["-1"]);
+            assert_eq!(status.class(), ErrorClass::Permanent, "{code:?}");
+            assert_eq!(status.retry_after(), None, "{code:?}");
+        }
+    }
+
+    #[test]
+    fn several_pushback_values_are_ambiguous_and_mean_do_not_retry() {
+        let status = with_pushback(Code::Unavailable, &["10", "20"]);
+        assert_eq!(pushback(status.metadata()), Pushback::DoNotRetry);
+        assert_eq!(status.class(), ErrorClass::Permanent);
+    }
+
+    #[test]
+    fn a_non_text_pushback_value_means_do_not_retry() {
+        let mut status = Status::unavailable("busy");
+        let value: AsciiMetadataValue = MetadataValue::try_from(&b"12\xff"[..]).unwrap();
+        status.metadata_mut().insert(PUSHBACK_KEY, value);
+        assert_eq!(pushback(status.metadata()), Pushback::DoNotRetry);
+    }
+}
