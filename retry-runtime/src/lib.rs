@@ -13,12 +13,16 @@
 //! | [`error`] | the crate's own errors, [`TimedOut`] and [`CircuitOpen`] |
 //! | [`policy`] | [`RetryPolicy`], backoff shapes and [`Jitter`]: pure functions of attempt and draw |
 //! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
+//! | [`breaker`] | [`CircuitBreaker`]: stop calling a dependency that keeps failing |
+//! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`] and [`testing::seed_jitter`] |
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod breaker;
+pub mod budget;
 pub mod class;
 pub mod clock;
 pub mod context;
@@ -28,6 +32,8 @@ mod rng;
 pub mod run;
 pub mod testing;
 
+pub use breaker::{CircuitBreaker, CircuitPermit, CircuitState};
+pub use budget::RetryBudget;
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};

@@ -7,6 +7,8 @@
 //! path reads no clock, draws no random number and allocates nothing unless a deadline or a
 //! hook asks for time.
 
+use crate::breaker::CircuitBreaker;
+use crate::budget::RetryBudget;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::context::{self, CallCtx, Entered};
@@ -16,6 +18,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+mod guard;
+use guard::Guard;
+pub use guard::{
+    AsBreaker, AsBudget, AttemptTimeout, CircuitOpenMissing, CircuitOpenViaFrom, CircuitSlot,
+    Convert, NeedsFromCircuitOpen, NeedsFromTimedOut, NoCircuit, NoTimeout, Timed, TimedOutMissing,
+    TimedOutViaFrom, TimeoutSlot, Untimed, breaker_of, budget_of, timed,
+};
 
 /// Why a retry loop stopped and returned the last error.
 #[non_exhaustive]
@@ -282,6 +292,7 @@ pub struct Call<'p> {
     start: Option<Instant>,
     previous: Duration,
     max_attempts: u32,
+    guard: Guard<'p>,
 }
 
 impl<'p> Call<'p> {
@@ -315,6 +326,7 @@ impl<'p> Call<'p> {
             start,
             previous: policy.base,
             max_attempts,
+            guard: Guard::NONE,
         }
     }
 
@@ -356,7 +368,10 @@ impl<'p> Call<'p> {
         H: Hook<R::Error>,
     {
         match outcome.error() {
-            None => Step::Return,
+            None => {
+                self.guard.succeeded();
+                Step::Return
+            }
             Some(error) => self.failed(error, classifier, hook),
         }
     }
@@ -367,10 +382,14 @@ impl<'p> Call<'p> {
         C: Classifier<E>,
         H: Hook<E>,
     {
-        let class = classifier.class(error);
+        let class = self.guard.class(|| classifier.class(error));
+        self.guard.failed(class);
         let next = match self.stop_for_class(class) {
             Some(reason) => Next::Stop(reason),
-            None => self.schedule(classifier.retry_after(error)),
+            None => {
+                let next = self.schedule(classifier.retry_after(error));
+                self.guard.admit_retry(next)
+            }
         };
         if H::ACTIVE {
             hook.on_failure(&Failure {
@@ -491,10 +510,13 @@ impl<F: Future> Future for InAttempt<'_, F> {
 /// ```
 #[derive(Debug)]
 #[must_use = "a Retry does nothing until `call` or `call_async`"]
-pub struct Retry<'p, C = ByTrait, H = NoHook> {
+pub struct Retry<'p, C = ByTrait, H = NoHook, K = NoCircuit, T = NoTimeout> {
     policy: &'p RetryPolicy,
     classifier: C,
     hook: H,
+    circuit: K,
+    budget: Option<&'p RetryBudget>,
+    timeout: T,
 }
 
 impl<'p> Retry<'p> {
@@ -504,36 +526,156 @@ impl<'p> Retry<'p> {
             policy,
             classifier: ByTrait,
             hook: NoHook,
+            circuit: NoCircuit,
+            budget: None,
+            timeout: NoTimeout,
         }
     }
 }
 
-impl<'p, C, H> Retry<'p, C, H> {
+impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
     /// Classify errors with a function (or anything [`Classifier`]) instead of `Classify`.
-    pub fn classify<C2>(self, classifier: C2) -> Retry<'p, C2, H> {
+    pub fn classify<C2>(self, classifier: C2) -> Retry<'p, C2, H, K, T> {
         Retry {
             policy: self.policy,
             classifier,
             hook: self.hook,
+            circuit: self.circuit,
+            budget: self.budget,
+            timeout: self.timeout,
         }
     }
 
     /// Call `hook` with every failed attempt's [`Failure`] record.
-    pub fn on_failure<H2>(self, hook: H2) -> Retry<'p, C, H2> {
+    pub fn on_failure<H2>(self, hook: H2) -> Retry<'p, C, H2, K, T> {
         Retry {
             policy: self.policy,
             classifier: self.classifier,
             hook,
+            circuit: self.circuit,
+            budget: self.budget,
+            timeout: self.timeout,
         }
     }
 
+    /// Consult `breaker` before every attempt, as `#[retryable(circuit = ...)]` does: a refused
+    /// first attempt returns `Err(E::from(CircuitOpen))` (so `E: From<CircuitOpen>`), a refused
+    /// retry stops with [`StopReason::CircuitOpen`] and the last error.
+    ///
+    /// ```
+    /// use retry_kit::{CircuitBreaker, CircuitOpen, CircuitState, Classify, Retry, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug, Classify)]
+    /// enum DnsError {
+    ///     #[classify(transient)]
+    ///     ServFail,
+    ///     #[classify(delegate)]
+    ///     Open(CircuitOpen),
+    /// }
+    ///
+    /// impl From<CircuitOpen> for DnsError {
+    ///     fn from(open: CircuitOpen) -> Self {
+    ///         DnsError::Open(open)
+    ///     }
+    /// }
+    ///
+    /// static DNS: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(5);
+    /// let mut calls = 0;
+    /// let result: Result<(), DnsError> = Retry::new(&policy).circuit(&DNS).call(|| {
+    ///     calls += 1;
+    ///     Err(DnsError::ServFail)
+    /// });
+    /// // The second failure opened the breaker, which refused the third attempt: the loop
+    /// // stopped with the last real error.
+    /// assert!(matches!(result, Err(DnsError::ServFail)));
+    /// assert_eq!(calls, 2);
+    /// assert_eq!(DNS.state(), CircuitState::Open);
+    ///
+    /// // A call that starts while it is open makes no attempt.
+    /// let refused: Result<(), DnsError> = Retry::new(&policy).circuit(&DNS).call(|| Ok(()));
+    /// assert!(matches!(refused, Err(DnsError::Open(_))));
+    /// ```
+    pub fn circuit(self, breaker: &'p CircuitBreaker) -> Retry<'p, C, H, &'p CircuitBreaker, T> {
+        Retry {
+            policy: self.policy,
+            classifier: self.classifier,
+            hook: self.hook,
+            circuit: breaker,
+            budget: self.budget,
+            timeout: self.timeout,
+        }
+    }
+
+    /// Charge failures to `budget` and ask it before every retry, as
+    /// `#[retryable(budget = ...)]` does: a refused retry stops with
+    /// [`StopReason::BudgetExhausted`] and the last error.
+    pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Cancel each attempt of [`call_async`](Self::call_async) after `limit`, as
+    /// `#[retryable(attempt_timeout = ...)]` does: the attempt's error is
+    /// `E::from(TimedOut)` (so `E: From<TimedOut>`) and its class is idempotent-only. The sync
+    /// [`call`](Self::call) is not available on such a builder.
+    ///
+    /// ```
+    /// use retry_kit::{Retry, RetryPolicy};
+    /// use std::{io, time::Duration};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let policy = RetryPolicy::fixed(Duration::from_secs(1)).attempts(3).idempotent(true);
+    /// let mut attempts = 0;
+    /// let result: Result<(), io::Error> = Retry::new(&policy)
+    ///     .attempt_timeout(Duration::from_secs(2))
+    ///     .call_async(|| {
+    ///         attempts += 1;
+    ///         std::future::pending()
+    ///     })
+    ///     .await;
+    /// assert!(result.unwrap_err().get_ref().unwrap().is::<retry_kit::TimedOut>());
+    /// assert_eq!(attempts, 3);
+    /// # }
+    /// ```
+    pub fn attempt_timeout(self, limit: Duration) -> Retry<'p, C, H, K, AttemptTimeout> {
+        Retry {
+            policy: self.policy,
+            classifier: self.classifier,
+            hook: self.hook,
+            circuit: self.circuit,
+            budget: self.budget,
+            timeout: AttemptTimeout(limit),
+        }
+    }
+
+    /// The engine for one call, with the first attempt admitted by the breaker.
+    fn begin<E>(&self, needs_clock: bool) -> Result<Call<'p>, E>
+    where
+        K: CircuitSlot<'p, E>,
+    {
+        let mut call = Call::new(self.policy, needs_clock);
+        if let Some(budget) = self.budget {
+            call = call.budget(budget);
+        }
+        if let Some((breaker, refused)) = self.circuit.slot() {
+            call = call.circuit(breaker);
+            call.admit().map_err(refused)?;
+        }
+        Ok(call)
+    }
+
     /// Run `op` until it succeeds or the policy stops; return its last result.
-    pub fn call<T, E>(mut self, mut op: impl FnMut() -> Result<T, E>) -> Result<T, E>
+    pub fn call<R, E>(mut self, mut op: impl FnMut() -> Result<R, E>) -> Result<R, E>
     where
         C: Classifier<E>,
         H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+        T: Untimed,
     {
-        let mut call = Call::new(self.policy, H::ACTIVE);
+        let mut call = self.begin(H::ACTIVE)?;
         loop {
             let out = call.attempt_sync(&mut op);
             match call.after(&out, &self.classifier, &mut self.hook) {
@@ -544,23 +686,32 @@ impl<'p, C, H> Retry<'p, C, H> {
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with
-    /// `sleep` between attempts.
-    pub async fn call_async_with<T, E, F, Fut, S, SFut>(
+    /// `sleep` between attempts (and timing attempts out with it).
+    pub async fn call_async_with<R, E, F, Fut, S, SFut>(
         mut self,
         mut op: F,
         sleep: S,
-    ) -> Result<T, E>
+    ) -> Result<R, E>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
+        Fut: Future<Output = Result<R, E>>,
         S: Fn(Duration) -> SFut,
         SFut: Future<Output = ()>,
         C: Classifier<E>,
         H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+        T: TimeoutSlot<E>,
     {
-        let mut call = Call::new(self.policy, H::ACTIVE);
+        let mut call = self.begin(H::ACTIVE)?;
+        let timeout = self.timeout.slot();
         loop {
-            let out = call.attempt_async(op()).await;
+            let out = match timeout {
+                None => call.attempt_async(op()).await,
+                Some((limit, timed_out)) => {
+                    let result = call.attempt_async(timed(op(), sleep(limit), limit)).await;
+                    call.settle_timed(result, |t| Err(timed_out(t)))
+                }
+            };
             match call.after(&out, &self.classifier, &mut self.hook) {
                 Step::Return => return out,
                 Step::Retry(delay) if delay.is_zero() => {}
@@ -571,12 +722,14 @@ impl<'p, C, H> Retry<'p, C, H> {
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.
     #[cfg(feature = "tokio")]
-    pub async fn call_async<T, E, F, Fut>(self, op: F) -> Result<T, E>
+    pub async fn call_async<R, E, F, Fut>(self, op: F) -> Result<R, E>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
+        Fut: Future<Output = Result<R, E>>,
         C: Classifier<E>,
         H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+        T: TimeoutSlot<E>,
     {
         self.call_async_with(op, clock::sleep).await
     }
