@@ -222,8 +222,9 @@ impl Protection {
         let mut admit = TokenStream::new();
         if let Some(s) = &args.circuit {
             let path = &s.value;
-            let of = quote_spanned!(path.span()=> #krate::__private::breaker_of);
-            builder.extend(quote!(.circuit(#of(&#path))));
+            // Spanned at the path, so a value of the wrong type is reported there.
+            let of = quote_spanned!(path.span()=> #krate::__private::breaker_of(&#path));
+            builder.extend(quote!(.circuit(#of)));
             // A missing `From<CircuitOpen>` is reported at the `circuit` key.
             let method = Ident::new("circuit_open", s.key.span());
             let refused = Ident::new("__rk_refused", Span::mixed_site());
@@ -239,8 +240,9 @@ impl Protection {
         }
         if let Some(s) = &args.budget {
             let path = &s.value;
-            let of = quote_spanned!(path.span()=> #krate::__private::budget_of);
-            builder.extend(quote!(.budget(#of(&#path))));
+            // Spanned at the path, so a value of the wrong type is reported there.
+            let of = quote_spanned!(path.span()=> #krate::__private::budget_of(&#path));
+            builder.extend(quote!(.budget(#of)));
         }
         let (timed_setup, timeout) = match &args.attempt_timeout {
             Some(s) => {
