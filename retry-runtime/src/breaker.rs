@@ -15,7 +15,7 @@
 //!
 //! Every decision on the hot path is one atomic load (closed) or a compare-and-swap (open and
 //! half-open), so a breaker is cheap to share between threads and lives in a `static`. Time is
-//! read through [`clock::now`](crate::clock::now), and only when the breaker is open or
+//! read through [`clock::now`], and only when the breaker is open or
 //! trips, or in failure-ratio mode: under `#[tokio::test(start_paused = true)]` the cool-down
 //! follows tokio's paused clock, and inside
 //! [`testing::record_sleeps`](crate::testing::record_sleeps) it follows the virtual clock.
@@ -296,14 +296,17 @@ impl CircuitBreaker {
     /// dropped while its thread panics counts as a failure.
     ///
     /// ```
-    /// use retry_kit::{CircuitBreaker, CircuitState};
+    /// use retry_kit::{testing, CircuitBreaker, CircuitState};
     /// use std::time::Duration;
     ///
     /// let breaker = CircuitBreaker::new(2, Duration::from_secs(30));
-    /// breaker.try_acquire().unwrap().failed();
-    /// breaker.try_acquire().unwrap().failed();
-    /// let refused = breaker.try_acquire().unwrap_err();
-    /// assert_eq!(refused.retry_after(), Duration::from_secs(30));
+    /// // On this thread's virtual clock, which stands still unless a retry sleeps.
+    /// testing::record_sleeps(|| {
+    ///     breaker.try_acquire().unwrap().failed();
+    ///     breaker.try_acquire().unwrap().failed();
+    ///     let refused = breaker.try_acquire().unwrap_err();
+    ///     assert_eq!(refused.retry_after(), Duration::from_secs(30));
+    /// });
     /// assert_eq!(breaker.state(), CircuitState::Open);
     /// ```
     #[inline]

@@ -23,8 +23,8 @@ mod guard;
 use guard::Guard;
 pub use guard::{
     AsBreaker, AsBudget, AttemptTimeout, CircuitOpenMissing, CircuitOpenViaFrom, CircuitSlot,
-    Convert, NeedsFromCircuitOpen, NeedsFromTimedOut, NoCircuit, NoTimeout, Timed, TimedOutMissing,
-    TimedOutViaFrom, TimeoutSlot, Untimed, breaker_of, budget_of, timed,
+    Conversion, Convert, NeedsFromCircuitOpen, NeedsFromTimedOut, NoCircuit, NoTimeout, Timed,
+    TimedOutMissing, TimedOutViaFrom, TimeoutSlot, Untimed, breaker_of, budget_of, timed,
 };
 
 /// Why a retry loop stopped and returned the last error.

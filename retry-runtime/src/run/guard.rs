@@ -355,6 +355,9 @@ pub trait NeedsFromTimedOut: Sized {
     fn from_timed_out(timed_out: TimedOut) -> Self;
 }
 
+/// A conversion of one of the crate's errors into the caller's error type, such as `E::from`.
+pub type Conversion<X, E> = fn(X) -> E;
+
 /// The circuit slot of a [`Retry`](super::Retry) builder without a breaker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoCircuit;
@@ -363,19 +366,19 @@ pub struct NoCircuit;
 /// into the error type `E` (which needs `From<CircuitOpen>` once a breaker is set).
 pub trait CircuitSlot<'p, E> {
     /// The breaker and the conversion, if there is a breaker.
-    fn slot(&self) -> Option<(&'p CircuitBreaker, fn(CircuitOpen) -> E)>;
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)>;
 }
 
 impl<E> CircuitSlot<'_, E> for NoCircuit {
     #[inline]
-    fn slot(&self) -> Option<(&'static CircuitBreaker, fn(CircuitOpen) -> E)> {
+    fn slot(&self) -> Option<(&'static CircuitBreaker, Conversion<CircuitOpen, E>)> {
         None
     }
 }
 
 impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for &'p CircuitBreaker {
     #[inline]
-    fn slot(&self) -> Option<(&'p CircuitBreaker, fn(CircuitOpen) -> E)> {
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
         Some((*self, E::from))
     }
 }
@@ -393,19 +396,19 @@ pub struct AttemptTimeout(pub Duration);
 /// error type `E` (which needs `From<TimedOut>` once a timeout is set).
 pub trait TimeoutSlot<E> {
     /// The limit and the conversion, if there is a timeout.
-    fn slot(&self) -> Option<(Duration, fn(TimedOut) -> E)>;
+    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)>;
 }
 
 impl<E> TimeoutSlot<E> for NoTimeout {
     #[inline]
-    fn slot(&self) -> Option<(Duration, fn(TimedOut) -> E)> {
+    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
         None
     }
 }
 
 impl<E: From<TimedOut>> TimeoutSlot<E> for AttemptTimeout {
     #[inline]
-    fn slot(&self) -> Option<(Duration, fn(TimedOut) -> E)> {
+    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
         Some((self.0, E::from))
     }
 }
