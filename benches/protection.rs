@@ -8,12 +8,20 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use retry_kit::{CircuitBreaker, RetryBudget};
 use std::hint::black_box;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 static CLOSED: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
 static OPEN: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(3600));
 static BUDGET: RetryBudget = RetryBudget::new(100, 0.1);
 static CHURN: RetryBudget = RetryBudget::new(100, 1.0);
+
+static WORD: AtomicU64 = AtomicU64::new(0);
+
+/// For scale: one relaxed load of a shared atomic, the least any shared check can cost.
+fn baseline_atomic_load() {
+    black_box(black_box(&WORD).load(Ordering::Relaxed));
+}
 
 /// One call through a closed breaker: admission, then a success recorded.
 fn breaker_closed_call() {
@@ -45,6 +53,7 @@ fn budget_churn() {
 }
 
 const CASES: &[(&str, fn())] = &[
+    ("baseline_atomic_load", baseline_atomic_load),
     ("breaker_closed_call", breaker_closed_call),
     ("breaker_open_refusal", breaker_open_refusal),
     ("budget_check", budget_check),

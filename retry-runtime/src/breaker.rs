@@ -312,9 +312,13 @@ impl CircuitBreaker {
     #[inline]
     pub fn try_acquire(&self) -> Result<CircuitPermit<'_>, CircuitOpen> {
         let cur = self.state.load(Ordering::Acquire);
-        let w = Word::unpack(cur);
-        if w.phase == CircuitState::Closed {
-            return Ok(CircuitPermit::new(self, w.generation, false));
+        if cur >> 62 == 0 {
+            // Closed: the only check on the hot path.
+            return Ok(CircuitPermit::new(
+                self,
+                Word::unpack(cur).generation,
+                false,
+            ));
         }
         self.acquire_slow(cur)
     }
@@ -410,11 +414,19 @@ impl CircuitBreaker {
         true
     }
 
+    #[inline]
     fn closed_success(&self) {
         // Write only when needed, so concurrent successes do not contend on the line.
         if self.failures.load(Ordering::Relaxed) != 0 {
             self.failures.store(0, Ordering::Relaxed);
         }
+        if self.ratio.is_some() {
+            self.ratio_success();
+        }
+    }
+
+    #[cold]
+    fn ratio_success(&self) {
         if let Some(rule) = self.ratio {
             self.window_record(rule, false);
         }
