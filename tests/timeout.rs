@@ -220,3 +220,21 @@ async fn a_body_ready_at_once_wins_even_at_the_limit() {
     }
     assert_eq!(instant().await.unwrap(), 1);
 }
+
+static SEND_BUDGET: retry_kit::RetryBudget = retry_kit::RetryBudget::new(10, 0.1);
+
+#[retryable(attempts = 2, idempotent, attempt_timeout = "1s", circuit = TIMEOUT_BREAKER,
+            budget = SEND_BUDGET)]
+async fn everything(x: &mut u32) -> Result<u32, RpcError> {
+    sleep(SECOND).await;
+    *x += 1;
+    Ok(*x)
+}
+
+#[test]
+fn a_protected_async_fn_is_still_send() {
+    fn assert_send<T: Send>(_: T) {}
+    let mut x = 0;
+    assert_send(everything(&mut x));
+    assert_send(hangs());
+}
