@@ -500,3 +500,29 @@ fn eight_threads_never_run_more_than_half_open_max_probes_at_once() {
     assert_eq!(held.len(), 3);
     assert_eq!(b.state(), CircuitState::HalfOpen);
 }
+
+/// Regression: a probe still running from an earlier half-open phase once got a fresh count in
+/// the next phase, so with a short cool-down more than `half_open_max` probes ran at once.
+#[tokio::test(start_paused = true)]
+async fn a_probe_from_an_earlier_half_open_phase_keeps_its_slot() {
+    let b = CircuitBreaker::new(1, Duration::from_secs(1)).half_open_max(2);
+    b.try_acquire().unwrap().failed();
+    advance(SECOND).await;
+    let slow = b.try_acquire().unwrap();
+    let failing = b.try_acquire().unwrap();
+    assert!(slow.is_probe() && failing.is_probe());
+    failing.failed();
+    advance(SECOND).await;
+    // Half-open again, but the slow probe still holds one of the two slots.
+    let next = b.try_acquire().unwrap();
+    assert!(next.is_probe());
+    assert_eq!(b.try_acquire().unwrap_err().retry_after(), Duration::ZERO);
+    // Its verdict no longer counts, but ending frees the slot.
+    slow.succeeded();
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+    let last = b.try_acquire().unwrap();
+    assert!(last.is_probe());
+    next.succeeded();
+    assert_eq!(b.state(), CircuitState::Closed);
+    drop(last);
+}

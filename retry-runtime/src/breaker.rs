@@ -188,7 +188,8 @@ impl CircuitBreaker {
 
     /// How many probes may run at once while half-open (default 1; 0 means 1). Further calls
     /// are refused with a [`CircuitOpen`] whose `retry_after` is zero, since a slot frees up as
-    /// soon as a probe ends.
+    /// soon as a probe ends. A probe keeps its slot until it ends even if the breaker has
+    /// reopened meanwhile, so the dependency never sees more than this many probes at once.
     pub const fn half_open_max(mut self, n: u32) -> Self {
         self.half_open_max = clamp_u16(n);
         self
@@ -362,7 +363,8 @@ impl CircuitBreaker {
         let next = Word {
             phase: CircuitState::HalfOpen,
             generation: w.next_generation(),
-            in_flight: 0,
+            // Probes of an earlier half-open phase still running count against this one.
+            in_flight: w.in_flight,
             successes: 0,
         };
         match self.swap(cur, next) {
@@ -393,7 +395,8 @@ impl CircuitBreaker {
         }
     }
 
-    /// Open the breaker from the state `cur` (closed, or half-open after a failed probe).
+    /// Open the breaker from the state `cur` (closed, or half-open after a failed probe), with
+    /// `w.in_flight` probes still outstanding.
     #[cold]
     fn trip(&self, cur: u64, w: Word) -> bool {
         // Publish the end of the cool-down before the state that makes readers look at it.
@@ -402,7 +405,7 @@ impl CircuitBreaker {
         let next = Word {
             phase: CircuitState::Open,
             generation: w.next_generation(),
-            in_flight: 0,
+            in_flight: w.in_flight,
             successes: 0,
         };
         if self.swap(cur, next).is_err() {
@@ -458,43 +461,44 @@ impl CircuitBreaker {
         }
     }
 
+    /// A probe ended. Its slot is freed whatever the phase now (so the number of probes running
+    /// never exceeds `half_open_max`, even across phases); its verdict counts only if its
+    /// half-open phase is still the current one.
     fn probe_done(&self, generation: u32, outcome: Outcome) {
         let mut cur = self.state.load(Ordering::Acquire);
         loop {
             let w = Word::unpack(cur);
-            if w.phase != CircuitState::HalfOpen || w.generation != generation {
-                // The probe's half-open phase is over: its outcome no longer matters.
-                return;
-            }
+            let freed = Word {
+                in_flight: w.in_flight.saturating_sub(1),
+                ..w
+            };
+            let current = w.phase == CircuitState::HalfOpen && w.generation == generation;
             let next = match outcome {
+                _ if !current => freed,
                 Outcome::Failure => {
-                    if self.trip(cur, w) {
+                    if self.trip(cur, freed) {
                         return;
                     }
                     cur = self.state.load(Ordering::Acquire);
                     continue;
                 }
-                Outcome::Neither => Word {
-                    in_flight: w.in_flight.saturating_sub(1),
-                    ..w
-                },
+                Outcome::Neither => freed,
                 Outcome::Success => {
                     let successes = w.successes.saturating_add(1);
                     if successes >= self.success_threshold {
                         Word {
+                            phase: CircuitState::Closed,
                             generation: w.next_generation(),
-                            ..Word::CLOSED
+                            in_flight: freed.in_flight,
+                            successes: 0,
                         }
                     } else {
-                        Word {
-                            in_flight: w.in_flight.saturating_sub(1),
-                            successes,
-                            ..w
-                        }
+                        Word { successes, ..freed }
                     }
                 }
             };
-            if next.phase == CircuitState::Closed {
+            let closes = current && next.phase == CircuitState::Closed;
+            if closes {
                 // Start the closed phase with clean counts; stale outcomes are filtered by
                 // generation, so clearing first loses nothing.
                 self.failures.store(0, Ordering::Relaxed);
@@ -502,7 +506,7 @@ impl CircuitBreaker {
             }
             match self.swap(cur, next) {
                 Ok(()) => {
-                    if next.phase == CircuitState::Closed {
+                    if closes {
                         self.notify(CircuitState::HalfOpen, CircuitState::Closed);
                     }
                     return;

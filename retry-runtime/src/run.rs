@@ -20,12 +20,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 mod guard;
-use guard::Guard;
 pub use guard::{
     AsBreaker, AsBudget, AttemptTimeout, CircuitOpenMissing, CircuitOpenViaFrom, CircuitSlot,
     Conversion, Convert, NeedsFromCircuitOpen, NeedsFromTimedOut, NoCircuit, NoTimeout, Timed,
     TimedOutMissing, TimedOutViaFrom, TimeoutSlot, Untimed, breaker_of, budget_of, timed,
 };
+use guard::{Guard, Protect};
 
 /// Why a retry loop stopped and returned the last error.
 #[non_exhaustive]
@@ -514,9 +514,7 @@ pub struct Retry<'p, C = ByTrait, H = NoHook, K = NoCircuit, T = NoTimeout> {
     policy: &'p RetryPolicy,
     classifier: C,
     hook: H,
-    circuit: K,
-    budget: Option<&'p RetryBudget>,
-    timeout: T,
+    protect: Protect<'p, K, T>,
 }
 
 impl<'p> Retry<'p> {
@@ -526,9 +524,7 @@ impl<'p> Retry<'p> {
             policy,
             classifier: ByTrait,
             hook: NoHook,
-            circuit: NoCircuit,
-            budget: None,
-            timeout: NoTimeout,
+            protect: Protect::NONE,
         }
     }
 }
@@ -540,9 +536,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
             policy: self.policy,
             classifier,
             hook: self.hook,
-            circuit: self.circuit,
-            budget: self.budget,
-            timeout: self.timeout,
+            protect: self.protect,
         }
     }
 
@@ -552,9 +546,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
             policy: self.policy,
             classifier: self.classifier,
             hook,
-            circuit: self.circuit,
-            budget: self.budget,
-            timeout: self.timeout,
+            protect: self.protect,
         }
     }
 
@@ -602,9 +594,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
             policy: self.policy,
             classifier: self.classifier,
             hook: self.hook,
-            circuit: breaker,
-            budget: self.budget,
-            timeout: self.timeout,
+            protect: self.protect.circuit(breaker),
         }
     }
 
@@ -612,7 +602,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
     /// `#[retryable(budget = ...)]` does: a refused retry stops with
     /// [`StopReason::BudgetExhausted`] and the last error.
     pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
-        self.budget = Some(budget);
+        self.protect.budget = Some(budget);
         self
     }
 
@@ -645,9 +635,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
             policy: self.policy,
             classifier: self.classifier,
             hook: self.hook,
-            circuit: self.circuit,
-            budget: self.budget,
-            timeout: AttemptTimeout(limit),
+            protect: self.protect.attempt_timeout(limit),
         }
     }
 
@@ -656,15 +644,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
     where
         K: CircuitSlot<'p, E>,
     {
-        let mut call = Call::new(self.policy, needs_clock);
-        if let Some(budget) = self.budget {
-            call = call.budget(budget);
-        }
-        if let Some((breaker, refused)) = self.circuit.slot() {
-            call = call.circuit(breaker);
-            call.admit().map_err(refused)?;
-        }
-        Ok(call)
+        self.protect.begin(Call::new(self.policy, needs_clock))
     }
 
     /// Run `op` until it succeeds or the policy stops; return its last result.
@@ -703,7 +683,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
         T: TimeoutSlot<E>,
     {
         let mut call = self.begin(H::ACTIVE)?;
-        let timeout = self.timeout.slot();
+        let timeout = self.protect.timeout.slot();
         loop {
             let out = match timeout {
                 None => call.attempt_async(op()).await,

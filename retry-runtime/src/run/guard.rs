@@ -149,6 +149,57 @@ impl<'p> Call<'p> {
     }
 }
 
+/// The protection a [`Retry`](super::Retry) builder passes to each call: the breaker slot `K`
+/// ([`NoCircuit`] or `&CircuitBreaker`), the budget, and the timeout slot `T` ([`NoTimeout`] or
+/// [`AttemptTimeout`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Protect<'p, K, T> {
+    pub(super) circuit: K,
+    pub(super) budget: Option<&'p RetryBudget>,
+    pub(super) timeout: T,
+}
+
+impl<'p> Protect<'p, NoCircuit, NoTimeout> {
+    pub(super) const NONE: Self = Protect {
+        circuit: NoCircuit,
+        budget: None,
+        timeout: NoTimeout,
+    };
+}
+
+impl<'p, K, T> Protect<'p, K, T> {
+    pub(super) fn circuit(self, breaker: &'p CircuitBreaker) -> Protect<'p, &'p CircuitBreaker, T> {
+        Protect {
+            circuit: breaker,
+            budget: self.budget,
+            timeout: self.timeout,
+        }
+    }
+
+    pub(super) fn attempt_timeout(self, limit: Duration) -> Protect<'p, K, AttemptTimeout> {
+        Protect {
+            circuit: self.circuit,
+            budget: self.budget,
+            timeout: AttemptTimeout(limit),
+        }
+    }
+
+    /// Equip `call` and ask the breaker for its first attempt; a refusal becomes `E`.
+    pub(super) fn begin<E>(&self, mut call: Call<'p>) -> Result<Call<'p>, E>
+    where
+        K: CircuitSlot<'p, E>,
+    {
+        if let Some(budget) = self.budget {
+            call = call.budget(budget);
+        }
+        if let Some((breaker, refused)) = self.circuit.slot() {
+            call = call.circuit(breaker);
+            call.admit().map_err(refused)?;
+        }
+        Ok(call)
+    }
+}
+
 /// Run `body` for at most as long as `timer` takes (a sleep of `limit`): the future behind
 /// `attempt_timeout`. The body is polled first, so one that is ready at once never times out;
 /// when the timer fires first the body is dropped (cancelled) and the output is

@@ -1,3 +1,5 @@
+// Even with `From<TimedOut>` in place, a sync attempt cannot be timed out: the error is about
+// the function, at the key.
 use retry_kit::{retryable, Classify, TimedOut};
 
 #[derive(Debug, Classify)]
