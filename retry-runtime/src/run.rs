@@ -6,6 +6,11 @@
 //! and gets back either "return this outcome" or "sleep this long, then go again". The success
 //! path reads no clock, draws no random number and allocates nothing unless a deadline or a
 //! hook asks for time.
+//!
+//! Shared protection plugs in at three points, all in the `guard` submodule: the breaker admits
+//! the first attempt ([`Call::admit`]); each outcome goes to the breaker permit and the budget;
+//! and a retry the policy scheduled is put to the budget, then to the breaker. With neither
+//! configured, a success costs two `None` checks.
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
