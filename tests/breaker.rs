@@ -526,3 +526,55 @@ async fn a_probe_from_an_earlier_half_open_phase_keeps_its_slot() {
     assert_eq!(b.state(), CircuitState::Closed);
     drop(last);
 }
+
+/// The engine under the same load: 8 threads × 10 000 calls of a `#[retryable]` function
+/// (retries, refused first attempts, refused retries, permanent errors) leave no permit behind.
+#[test]
+fn eight_threads_through_the_attribute_leave_no_probe_slot_taken() {
+    static OPENED: AtomicU32 = AtomicU32::new(0);
+    fn count_opens(_: CircuitState, to: CircuitState) {
+        if to == CircuitState::Open {
+            OPENED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    static ENGINE: CircuitBreaker = CircuitBreaker::new(3, Duration::ZERO)
+        .half_open_max(2)
+        .success_threshold(2)
+        .on_state_change(count_opens);
+    static BODIES: AtomicU32 = AtomicU32::new(0);
+
+    #[retryable(attempts = 3, base = "0ms", idempotent, circuit = ENGINE)]
+    fn mixed(seed: u32) -> Result<(), ApiError> {
+        let n = BODIES.fetch_add(1, Ordering::Relaxed);
+        match (seed ^ n).wrapping_mul(2_654_435_761) % 7 {
+            0 | 1 => Err(ApiError::Unavailable),
+            2 => Err(ApiError::Unknown),
+            3 => Err(ApiError::BadRequest),
+            _ => Ok(()),
+        }
+    }
+
+    std::thread::scope(|s| {
+        for thread in 0..8u32 {
+            s.spawn(move || {
+                for i in 0..10_000u32 {
+                    let _ = mixed(thread * 10_000 + i);
+                }
+            });
+        }
+    });
+    assert!(
+        OPENED.load(Ordering::Relaxed) > 0,
+        "the breaker never opened"
+    );
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        match ENGINE.try_acquire() {
+            Ok(p) if p.is_probe() => held.push(p),
+            Ok(p) => p.failed(),
+            Err(_) => {}
+        }
+    }
+    assert_eq!(held.len(), 2);
+    assert_eq!(ENGINE.state(), CircuitState::HalfOpen);
+}
