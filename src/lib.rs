@@ -3,6 +3,7 @@
 
 pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::AdaptivePolicy;
+pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
 pub use retry_runtime::class::io_kind_class;
 #[cfg(feature = "http")]
@@ -15,6 +16,7 @@ pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
     Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
 };
+pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 
 /// What `#[retryable]` and `#[derive(Classify)]` expand to. Not public API: its contents change
 /// without notice.
@@ -30,5 +32,9 @@ pub mod __private {
     pub use retry_runtime::run::{
         AsPolicy, ByTrait, Call, Classifier, Hook, InAttempt, NoHook, Outcome, Step,
         WithRetryAfter, class_of, policy_of,
+    };
+    pub use retry_runtime::run::{
+        CircuitOpenMissing, CircuitOpenViaFrom, Convert, TimedOutMissing, TimedOutViaFrom,
+        breaker_of, budget_of, timed,
     };
 }

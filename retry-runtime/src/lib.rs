@@ -15,6 +15,8 @@
 //! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
 //! | [`adaptive`] | [`AdaptivePolicy`]: attempts and delays adjusted from recent failure rate and latency |
 //! | [`observe`] | `tracing` events per failed attempt (feature `tracing`) |
+//! | [`breaker`] | [`CircuitBreaker`]: stop calling a dependency that keeps failing |
+//! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`] and [`testing::seed_jitter`] |
@@ -25,6 +27,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adaptive;
+pub mod breaker;
+pub mod budget;
 pub mod class;
 pub mod clock;
 pub mod context;
@@ -43,6 +47,8 @@ pub mod reqwest;
 pub mod tonic;
 
 pub use adaptive::AdaptivePolicy;
+pub use breaker::{CircuitBreaker, CircuitPermit, CircuitState};
+pub use budget::RetryBudget;
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};

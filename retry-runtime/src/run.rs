@@ -6,8 +6,15 @@
 //! and gets back either "return this outcome" or "sleep this long, then go again". The success
 //! path reads no clock, draws no random number and allocates nothing unless a deadline or a
 //! hook asks for time.
+//!
+//! Shared protection plugs in at three points, all in the `guard` submodule: the breaker admits
+//! the first attempt ([`Call::admit`]); each outcome goes to the breaker permit and the budget;
+//! and a retry the policy scheduled is put to the budget, then to the breaker. With neither
+//! configured, a success costs two `None` checks.
 
 use crate::adaptive::{Adapt, Tuning};
+use crate::breaker::CircuitBreaker;
+use crate::budget::RetryBudget;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::context::{self, CallCtx, Entered};
@@ -18,6 +25,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+mod guard;
+pub use guard::{
+    AsBreaker, AsBudget, AttemptTimeout, CircuitOpenMissing, CircuitOpenViaFrom, CircuitSlot,
+    Conversion, Convert, NeedsFromCircuitOpen, NeedsFromTimedOut, NoCircuit, NoTimeout, Timed,
+    TimedOutMissing, TimedOutViaFrom, TimeoutSlot, Untimed, breaker_of, budget_of, timed,
+};
+use guard::{Guard, Protect};
 
 /// Why a retry loop stopped and returned the last error.
 #[non_exhaustive]
@@ -350,6 +365,7 @@ pub struct Call<'p> {
     /// The function's path, for events.
     name: &'static str,
     adaptive: Adaptive<'p>,
+    guard: Guard<'p>,
 }
 
 /// The adaptive policy of a call, if any: the policy adjusted at the call's start, and the start
@@ -401,6 +417,7 @@ impl<'p> Call<'p> {
             single,
             name: "closure",
             adaptive: Adaptive::default(),
+            guard: Guard::NONE,
         }
     }
 
@@ -504,6 +521,7 @@ impl<'p> Call<'p> {
         match outcome.error() {
             None => {
                 self.adaptive_end(false);
+                self.guard.succeeded();
                 Step::Return
             }
             Some(error) => self.failed(error, classifier, hook),
@@ -516,11 +534,15 @@ impl<'p> Call<'p> {
         C: Classifier<E>,
         H: Hook<E>,
     {
-        let class = classifier.class(error);
+        let class = self.guard.class(|| classifier.class(error));
+        self.guard.failed(class);
         self.adaptive_end(class != ErrorClass::Permanent);
         let next = match self.stop_for_class(class) {
             Some(reason) => Next::Stop(reason),
-            None => self.schedule(classifier.retry_after(error)),
+            None => {
+                let next = self.schedule(classifier.retry_after(error));
+                self.guard.admit_retry(next)
+            }
         };
         if H::ACTIVE {
             hook.on_failure(&Failure {
@@ -661,11 +683,12 @@ impl<F: Future> Future for InAttempt<'_, F> {
 /// ```
 #[derive(Debug)]
 #[must_use = "a Retry does nothing until `call` or `call_async`"]
-pub struct Retry<'p, C = ByTrait, H = NoHook> {
+pub struct Retry<'p, C = ByTrait, H = NoHook, K = NoCircuit, T = NoTimeout> {
     policy: &'p RetryPolicy,
     classifier: C,
     hook: H,
     observed: Observed<'p>,
+    protect: Protect<'p, K, T>,
 }
 
 /// What [`Retry`] passes to the engine besides policy, classifier and hook.
@@ -709,40 +732,44 @@ impl<'p> Retry<'p> {
             classifier: ByTrait,
             hook: NoHook,
             observed: Observed::NONE,
+            protect: Protect::NONE,
         }
     }
 }
 
-impl<'p, C, H> Retry<'p, C, H> {
+impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
     /// Classify errors with a function (or anything [`Classifier`]) instead of `Classify`.
-    pub fn classify<C2>(self, classifier: C2) -> Retry<'p, C2, H> {
+    pub fn classify<C2>(self, classifier: C2) -> Retry<'p, C2, H, K, T> {
         Retry {
             policy: self.policy,
             classifier,
             hook: self.hook,
             observed: self.observed,
+            protect: self.protect,
         }
     }
 
     /// Call `hook` with every failed attempt's [`Failure`] record.
-    pub fn on_failure<H2>(self, hook: H2) -> Retry<'p, C, H2> {
+    pub fn on_failure<H2>(self, hook: H2) -> Retry<'p, C, H2, K, T> {
         Retry {
             policy: self.policy,
             classifier: self.classifier,
             hook,
             observed: self.observed,
+            protect: self.protect,
         }
     }
 
     /// Show each error's `Display` in `tracing` events (the `error` field). The builder cannot
     /// detect `Display` by itself, so this opt-in requires it of the error type. It wraps the
     /// failure hook: call it after [`on_failure`](Self::on_failure), which replaces the hook.
-    pub fn display_errors(self) -> Retry<'p, C, Displayed<H>> {
+    pub fn display_errors(self) -> Retry<'p, C, Displayed<H>, K, T> {
         Retry {
             policy: self.policy,
             classifier: self.classifier,
             hook: Displayed(self.hook),
             observed: self.observed,
+            protect: self.protect,
         }
     }
 
@@ -778,13 +805,115 @@ impl<'p, C, H> Retry<'p, C, H> {
         self
     }
 
+    /// Consult `breaker` before every attempt, as `#[retryable(circuit = ...)]` does: a refused
+    /// first attempt returns `Err(E::from(CircuitOpen))` (so `E: From<CircuitOpen>`), a refused
+    /// retry stops with [`StopReason::CircuitOpen`] and the last error.
+    ///
+    /// ```
+    /// use retry_kit::{CircuitBreaker, CircuitOpen, CircuitState, Classify, Retry, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug, Classify)]
+    /// enum DnsError {
+    ///     #[classify(transient)]
+    ///     ServFail,
+    ///     #[classify(delegate)]
+    ///     Open(CircuitOpen),
+    /// }
+    ///
+    /// impl From<CircuitOpen> for DnsError {
+    ///     fn from(open: CircuitOpen) -> Self {
+    ///         DnsError::Open(open)
+    ///     }
+    /// }
+    ///
+    /// static DNS: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(5);
+    /// let mut calls = 0;
+    /// let result: Result<(), DnsError> = Retry::new(&policy).circuit(&DNS).call(|| {
+    ///     calls += 1;
+    ///     Err(DnsError::ServFail)
+    /// });
+    /// // The second failure opened the breaker, which refused the third attempt: the loop
+    /// // stopped with the last real error.
+    /// assert!(matches!(result, Err(DnsError::ServFail)));
+    /// assert_eq!(calls, 2);
+    /// assert_eq!(DNS.state(), CircuitState::Open);
+    ///
+    /// // A call that starts while it is open makes no attempt.
+    /// let refused: Result<(), DnsError> = Retry::new(&policy).circuit(&DNS).call(|| Ok(()));
+    /// assert!(matches!(refused, Err(DnsError::Open(_))));
+    /// ```
+    pub fn circuit(self, breaker: &'p CircuitBreaker) -> Retry<'p, C, H, &'p CircuitBreaker, T> {
+        Retry {
+            policy: self.policy,
+            classifier: self.classifier,
+            hook: self.hook,
+            observed: self.observed,
+            protect: self.protect.circuit(breaker),
+        }
+    }
+
+    /// Charge failures to `budget` and ask it before every retry, as
+    /// `#[retryable(budget = ...)]` does: a refused retry stops with
+    /// [`StopReason::BudgetExhausted`] and the last error.
+    pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
+        self.protect.budget = Some(budget);
+        self
+    }
+
+    /// Cancel each attempt of [`call_async`](Self::call_async) after `limit`, as
+    /// `#[retryable(attempt_timeout = ...)]` does: the attempt's error is
+    /// `E::from(TimedOut)` (so `E: From<TimedOut>`) and its class is idempotent-only. The sync
+    /// [`call`](Self::call) is not available on such a builder.
+    ///
+    /// ```
+    /// use retry_kit::{Retry, RetryPolicy};
+    /// use std::{io, time::Duration};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let policy = RetryPolicy::fixed(Duration::from_secs(1)).attempts(3).idempotent(true);
+    /// let mut attempts = 0;
+    /// let result: Result<(), io::Error> = Retry::new(&policy)
+    ///     .attempt_timeout(Duration::from_secs(2))
+    ///     .call_async(|| {
+    ///         attempts += 1;
+    ///         std::future::pending()
+    ///     })
+    ///     .await;
+    /// assert!(result.unwrap_err().get_ref().unwrap().is::<retry_kit::TimedOut>());
+    /// assert_eq!(attempts, 3);
+    /// # }
+    /// ```
+    pub fn attempt_timeout(self, limit: Duration) -> Retry<'p, C, H, K, AttemptTimeout> {
+        Retry {
+            policy: self.policy,
+            classifier: self.classifier,
+            hook: self.hook,
+            observed: self.observed,
+            protect: self.protect.attempt_timeout(limit),
+        }
+    }
+
+    /// The engine for one call, with the first attempt admitted by the breaker.
+    fn begin<E>(&self, needs_clock: bool) -> Result<Call<'p>, E>
+    where
+        K: CircuitSlot<'p, E>,
+    {
+        self.protect
+            .begin(self.observed.start(self.policy, needs_clock))
+    }
+
     /// Run `op` until it succeeds or the policy stops; return its last result.
-    pub fn call<T, E>(mut self, mut op: impl FnMut() -> Result<T, E>) -> Result<T, E>
+    pub fn call<R, E>(mut self, mut op: impl FnMut() -> Result<R, E>) -> Result<R, E>
     where
         C: Classifier<E>,
         H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+        T: Untimed,
     {
-        let mut call = self.observed.start(self.policy, H::ACTIVE);
+        let mut call = self.begin(H::ACTIVE)?;
         loop {
             let out = call.attempt_sync(&mut op);
             match call.after(&out, &self.classifier, &mut self.hook) {
@@ -795,23 +924,32 @@ impl<'p, C, H> Retry<'p, C, H> {
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with
-    /// `sleep` between attempts.
-    pub async fn call_async_with<T, E, F, Fut, S, SFut>(
+    /// `sleep` between attempts (and timing attempts out with it).
+    pub async fn call_async_with<R, E, F, Fut, S, SFut>(
         mut self,
         mut op: F,
         sleep: S,
-    ) -> Result<T, E>
+    ) -> Result<R, E>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
+        Fut: Future<Output = Result<R, E>>,
         S: Fn(Duration) -> SFut,
         SFut: Future<Output = ()>,
         C: Classifier<E>,
         H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+        T: TimeoutSlot<E>,
     {
-        let mut call = self.observed.start(self.policy, H::ACTIVE);
+        let mut call = self.begin(H::ACTIVE)?;
+        let timeout = self.protect.timeout.slot();
         loop {
-            let out = call.attempt_async(op()).await;
+            let out = match timeout {
+                None => call.attempt_async(op()).await,
+                Some((limit, timed_out)) => {
+                    let result = call.attempt_async(timed(op(), sleep(limit), limit)).await;
+                    call.settle_timed(result, |t| Err(timed_out(t)))
+                }
+            };
             match call.after(&out, &self.classifier, &mut self.hook) {
                 Step::Return => return out,
                 Step::Retry(delay) if delay.is_zero() => {}
@@ -822,12 +960,14 @@ impl<'p, C, H> Retry<'p, C, H> {
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.
     #[cfg(feature = "tokio")]
-    pub async fn call_async<T, E, F, Fut>(self, op: F) -> Result<T, E>
+    pub async fn call_async<R, E, F, Fut>(self, op: F) -> Result<R, E>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
+        Fut: Future<Output = Result<R, E>>,
         C: Classifier<E>,
         H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+        T: TimeoutSlot<E>,
     {
         self.call_async_with(op, clock::sleep).await
     }

@@ -72,19 +72,11 @@ fn validate(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<Type> {
             );
         }
     }
-    for (name, setting) in [("circuit", &args.circuit), ("budget", &args.budget)] {
-        if let Some(s) = setting {
-            errors.at(
-                &s.key,
-                format!("`{name}` is not available in this version of retry-kit"),
-            );
-        }
-    }
     if let Some(s) = &args.attempt_timeout {
-        if is_async {
+        if s.value == (Dur { secs: 0, nanos: 0 }) {
             errors.at(
                 &s.key,
-                "`attempt_timeout` is not available in this version of retry-kit",
+                "`attempt_timeout` must be longer than zero: a zero timeout cancels every attempt that waits for anything",
             );
         }
     }
@@ -147,8 +139,33 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
     };
     let hook_expr = described(hook_expr, &ret, had_impl_trait, &krate);
 
+    let protection = Protection::new(args, &krate, &call, &ret);
+    let call_init = protection.call_init(quote!(
+        #krate::__private::Call::new(#policy_ref, #needs_clock) #observed
+    ));
+    let admit = &protection.admit;
+    let timed_setup = &protection.timed_setup;
+
     let attempt = if sig.asyncness.is_some() {
-        quote!(#call.attempt_async::<#ret, _>(async #block).await)
+        match &protection.timeout {
+            Some((limit, timed_out)) => {
+                let timer = match &args.sleep {
+                    Some(s) => {
+                        let path = &s.value;
+                        quote!(#path(#limit))
+                    }
+                    None => quote!(#krate::__private::sleep(#limit)),
+                };
+                let result = Ident::new("__rk_timed", Span::mixed_site());
+                quote!({
+                    let #result = #call
+                        .attempt_async(#krate::__private::timed::<#ret, _, _>(async #block, #timer, #limit))
+                        .await;
+                    #call.settle_timed(#result, #timed_out)
+                })
+            }
+            None => quote!(#call.attempt_async::<#ret, _>(async #block).await),
+        }
     } else {
         quote!(#call.attempt_sync::<#ret, _>(|| #block))
     };
@@ -170,9 +187,11 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
         #vis #sig {
             #(#inner)*
             #policy_setup
-            let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock) #observed;
+            let mut #call = #call_init;
             let #classifier = #classify;
             let mut #hook = #hook_expr;
+            #timed_setup
+            #admit
             loop {
                 let #out = #attempt;
                 match #after_call {
@@ -181,6 +200,74 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
                 }
             }
         }
+    }
+}
+
+/// The shared protection of `circuit`, `budget` and `attempt_timeout`: how the engine is built,
+/// the first attempt's admission, and the timeout of each attempt.
+struct Protection {
+    /// `.circuit(..)` and `.budget(..)` calls on the new `Call`.
+    builder: TokenStream,
+    /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
+    admit: TokenStream,
+    /// Before the loop: the conversion of a timeout into the outcome type.
+    timed_setup: TokenStream,
+    /// The limit expression and the name of the conversion, with `attempt_timeout`.
+    timeout: Option<(TokenStream, Ident)>,
+}
+
+impl Protection {
+    fn new(args: &Args, krate: &Path, call: &Ident, ret: &Type) -> Self {
+        let mut builder = TokenStream::new();
+        let mut admit = TokenStream::new();
+        if let Some(s) = &args.circuit {
+            let path = &s.value;
+            // Spanned at the path, so a value of the wrong type is reported there.
+            let of = quote_spanned!(path.span()=> #krate::__private::breaker_of(&#path));
+            builder.extend(quote!(.circuit(#of)));
+            // A missing `From<CircuitOpen>` is reported at the `circuit` key.
+            let method = Ident::new("circuit_open", s.key.span());
+            let refused = Ident::new("__rk_refused", Span::mixed_site());
+            let open = Ident::new("__rk_open", Span::mixed_site());
+            admit = quote! {
+                #[allow(unused_imports)]
+                use #krate::__private::{CircuitOpenMissing as _, CircuitOpenViaFrom as _};
+                let #refused = (&#krate::__private::Convert::<#ret>::NEW).#method();
+                if let ::core::result::Result::Err(#open) = #call.admit() {
+                    return #refused(#open);
+                }
+            };
+        }
+        if let Some(s) = &args.budget {
+            let path = &s.value;
+            // Spanned at the path, so a value of the wrong type is reported there.
+            let of = quote_spanned!(path.span()=> #krate::__private::budget_of(&#path));
+            builder.extend(quote!(.budget(#of)));
+        }
+        let (timed_setup, timeout) = match &args.attempt_timeout {
+            Some(s) => {
+                let method = Ident::new("timed_out", s.key.span());
+                let timed_out = Ident::new("__rk_timed_out", Span::mixed_site());
+                let setup = quote! {
+                    #[allow(unused_imports)]
+                    use #krate::__private::{TimedOutMissing as _, TimedOutViaFrom as _};
+                    let #timed_out = (&#krate::__private::Convert::<#ret>::NEW).#method();
+                };
+                (setup, Some((duration(s.value, krate), timed_out)))
+            }
+            None => (TokenStream::new(), None),
+        };
+        Protection {
+            builder,
+            admit,
+            timed_setup,
+            timeout,
+        }
+    }
+
+    fn call_init(&self, new: TokenStream) -> TokenStream {
+        let builder = &self.builder;
+        quote!(#new #builder)
     }
 }
 

@@ -1,0 +1,821 @@
+//! [`CircuitBreaker`]: a shared switch that stops calls to a dependency that keeps failing, and
+//! lets a few probes through after a cool-down to find out whether it has recovered.
+//!
+//! The state machine:
+//!
+//! - **Closed**: every call goes through. `failure_threshold` consecutive *retryable* failures
+//!   (transient or idempotent-only, timeouts included) open it; so does the optional
+//!   [failure-ratio rule](CircuitBreaker::failure_ratio). A permanent error is an answer from a
+//!   healthy dependency and counts as a success.
+//! - **Open**: every call is refused at once with [`CircuitOpen`], which carries the time left
+//!   until the cool-down (`open_for`) ends.
+//! - **HalfOpen**: the first call after the cool-down moves the breaker here. At most
+//!   `half_open_max` probes run at once; `success_threshold` probe successes close it, and one
+//!   probe failure opens it again for another `open_for`.
+//!
+//! Every decision on the hot path is one atomic load (closed) or a compare-and-swap (open and
+//! half-open), so a breaker is cheap to share between threads and lives in a `static`. Time is
+//! read through [`clock::now`], and only when the breaker is open or
+//! trips, or in failure-ratio mode: under `#[tokio::test(start_paused = true)]` the cool-down
+//! follows tokio's paused clock, and inside
+//! [`testing::record_sleeps`](crate::testing::record_sleeps) it follows the virtual clock.
+
+use crate::class::ErrorClass;
+use crate::clock;
+use crate::error::CircuitOpen;
+use std::fmt;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The state of a [`CircuitBreaker`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CircuitState {
+    /// Calls go through; retryable failures are counted.
+    Closed,
+    /// Calls are refused until the cool-down ends.
+    Open,
+    /// A limited number of probe calls go through to test the dependency.
+    HalfOpen,
+}
+
+impl CircuitState {
+    /// The snake-case name used in logs, such as `half_open`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CircuitState::Closed => "closed",
+            CircuitState::Open => "open",
+            CircuitState::HalfOpen => "half_open",
+        }
+    }
+}
+
+impl fmt::Display for CircuitState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The number of buckets the failure-ratio window is kept in.
+const BUCKETS: usize = 10;
+
+/// A circuit breaker shared by every call that names it, typically a `static`.
+///
+/// `CircuitBreaker::new(failure_threshold, open_for)` opens after `failure_threshold`
+/// consecutive retryable failures and stays open for `open_for`; the `const fn` settings below
+/// tune the half-open phase and add a failure-ratio rule. With `#[retryable(circuit = PATH)]`
+/// the breaker is consulted before every attempt:
+///
+/// - a breaker that refuses the **first** attempt makes the function return
+///   `E::from(CircuitOpen)` without running the body (so `E` needs `From<CircuitOpen>`);
+/// - a breaker that refuses a **retry** stops the loop with
+///   [`StopReason::CircuitOpen`](crate::StopReason::CircuitOpen), and the function returns the
+///   last real error. The retry is admitted when it is scheduled, before its backoff sleep, and
+///   keeps its permit through the sleep.
+///
+/// ```
+/// use retry_kit::{retryable, CircuitBreaker, CircuitOpen, CircuitState, Classify};
+/// use std::time::Duration;
+///
+/// #[derive(Debug, Classify)]
+/// enum ApiError {
+///     #[classify(transient)]
+///     Unavailable,
+///     #[classify(delegate)]
+///     Open(CircuitOpen),
+/// }
+///
+/// impl From<CircuitOpen> for ApiError {
+///     fn from(open: CircuitOpen) -> Self {
+///         ApiError::Open(open)
+///     }
+/// }
+///
+/// static PAYMENTS: CircuitBreaker = CircuitBreaker::new(3, Duration::from_secs(10))
+///     .success_threshold(2)
+///     .half_open_max(1);
+///
+/// #[retryable(attempts = 1, circuit = PAYMENTS)]
+/// async fn charge(up: bool, calls: &mut u32) -> Result<(), ApiError> {
+///     *calls += 1;
+///     if up { Ok(()) } else { Err(ApiError::Unavailable) }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let mut calls = 0;
+/// for _ in 0..3 {
+///     assert!(matches!(charge(false, &mut calls).await, Err(ApiError::Unavailable)));
+/// }
+/// assert_eq!(PAYMENTS.state(), CircuitState::Open);
+///
+/// // Refused without running the body, with the time until the next probe.
+/// let Err(ApiError::Open(open)) = charge(true, &mut calls).await else { panic!() };
+/// assert_eq!(open.retry_after(), Duration::from_secs(10));
+/// assert_eq!(calls, 3);
+///
+/// // After the cool-down two successful probes close it again.
+/// tokio::time::advance(Duration::from_secs(10)).await;
+/// assert_eq!(PAYMENTS.state(), CircuitState::HalfOpen);
+/// charge(true, &mut calls).await.unwrap();
+/// charge(true, &mut calls).await.unwrap();
+/// assert_eq!(PAYMENTS.state(), CircuitState::Closed);
+/// # }
+/// ```
+///
+/// Without the attribute, take a [`CircuitPermit`] per call with
+/// [`try_acquire`](Self::try_acquire), or give the breaker to [`Retry::circuit`](crate::Retry::circuit).
+///
+/// Settings are clamped rather than rejected: a threshold of 0 means 1, and
+/// `success_threshold` and `half_open_max` are capped at 65 535.
+pub struct CircuitBreaker {
+    failure_threshold: u32,
+    open_for: Duration,
+    success_threshold: u16,
+    half_open_max: u16,
+    ratio: Option<RatioRule>,
+    hook: Option<fn(CircuitState, CircuitState)>,
+    /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
+    state: AtomicU64,
+    /// Consecutive retryable failures while closed.
+    failures: AtomicU32,
+    /// When the current open phase ends, in [`ticks`].
+    open_until: AtomicI64,
+    /// The failure-ratio window, used only when `ratio` is set.
+    window: [AtomicU64; BUCKETS],
+}
+
+/// The failure-ratio rule: open when, within the window, at least `min_calls` outcomes were
+/// recorded and failures make up at least `ppm` millionths of them.
+#[derive(Clone, Copy, Debug)]
+struct RatioRule {
+    ppm: u64,
+    min_calls: u32,
+    bucket: i64,
+}
+
+impl CircuitBreaker {
+    /// A breaker that opens after `failure_threshold` consecutive retryable failures and stays
+    /// open for `open_for` before admitting a probe. A probe success closes it
+    /// (`success_threshold` 1), and one probe runs at a time (`half_open_max` 1).
+    pub const fn new(failure_threshold: u32, open_for: Duration) -> Self {
+        CircuitBreaker {
+            failure_threshold: if failure_threshold == 0 {
+                1
+            } else {
+                failure_threshold
+            },
+            open_for,
+            success_threshold: 1,
+            half_open_max: 1,
+            ratio: None,
+            hook: None,
+            state: AtomicU64::new(Word::CLOSED.pack()),
+            failures: AtomicU32::new(0),
+            open_until: AtomicI64::new(0),
+            window: [const { AtomicU64::new(0) }; BUCKETS],
+        }
+    }
+
+    /// How many probe successes close a half-open breaker (default 1; 0 means 1).
+    ///
+    /// It may exceed `half_open_max`: probes are then admitted as earlier ones finish, until
+    /// enough have succeeded.
+    pub const fn success_threshold(mut self, n: u32) -> Self {
+        self.success_threshold = clamp_u16(n);
+        self
+    }
+
+    /// How many probes may run at once while half-open (default 1; 0 means 1). Further calls
+    /// are refused with a [`CircuitOpen`] whose `retry_after` is zero, since a slot frees up as
+    /// soon as a probe ends. A probe keeps its slot until it ends even if the breaker has
+    /// reopened meanwhile, so the dependency never sees more than this many probes at once.
+    pub const fn half_open_max(mut self, n: u32) -> Self {
+        self.half_open_max = clamp_u16(n);
+        self
+    }
+
+    /// Also open when failures make up at least `ratio` of the outcomes seen in the last
+    /// `window`, once at least `min_calls` outcomes were seen there: the failure-rate rule of
+    /// resilience4j's time-based window and Polly's advanced breaker.
+    ///
+    /// Both rules apply: the breaker opens on whichever is met first. For the ratio alone,
+    /// pass `u32::MAX` as `failure_threshold`. `ratio` is clamped to `0.0..=1.0` and kept to
+    /// six decimal places (a NaN means 1.0). The window is kept as ten buckets of `window / 10`,
+    /// so outcomes leave it a tenth of the window at a time, and each bucket counts up to about
+    /// a million outcomes (further ones in that bucket are not sampled). Opening, and closing
+    /// again, clear it. In this mode every call reads the clock to record its outcome.
+    ///
+    /// ```
+    /// use retry_kit::{CircuitBreaker, CircuitState};
+    /// use std::time::Duration;
+    ///
+    /// // Open when half the calls of the last 30 s failed, once 20 calls were seen.
+    /// static SEARCH: CircuitBreaker = CircuitBreaker::new(u32::MAX, Duration::from_secs(5))
+    ///     .failure_ratio(0.5, Duration::from_secs(30), 20);
+    ///
+    /// for i in 0..19 {
+    ///     let permit = SEARCH.try_acquire().unwrap();
+    ///     if i % 2 == 0 { permit.failed() } else { permit.succeeded() }
+    /// }
+    /// assert_eq!(SEARCH.state(), CircuitState::Closed); // 10 of 19: too few calls yet
+    /// SEARCH.try_acquire().unwrap().failed();
+    /// assert_eq!(SEARCH.state(), CircuitState::Open); // 11 of 20 failed
+    /// ```
+    pub const fn failure_ratio(mut self, ratio: f64, window: Duration, min_calls: u32) -> Self {
+        let ppm = if ratio >= 1.0 || ratio.is_nan() {
+            1_000_000
+        } else if ratio > 0.0 {
+            (ratio * 1_000_000.0 + 0.5) as u64
+        } else {
+            0
+        };
+        let bucket = nanos_i64(window) / BUCKETS as i64;
+        self.ratio = Some(RatioRule {
+            ppm,
+            min_calls: if min_calls == 0 { 1 } else { min_calls },
+            bucket: if bucket < 1 { 1 } else { bucket },
+        });
+        self
+    }
+
+    /// Call `hook(from, to)` on every state change, on the thread that made it.
+    ///
+    /// Changes happen inside calls: a failure that trips the breaker, the first call (or
+    /// [`state`](Self::state) read) after the cool-down, the probe that closes or reopens it.
+    /// Keep the hook short (record a metric, log a line); it must not call back into this
+    /// breaker's permits.
+    ///
+    /// ```
+    /// use retry_kit::{CircuitBreaker, CircuitState};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::time::Duration;
+    ///
+    /// static OPENED: AtomicU32 = AtomicU32::new(0);
+    ///
+    /// fn changed(from: CircuitState, to: CircuitState) {
+    ///     if to == CircuitState::Open {
+    ///         OPENED.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     println!("breaker {from} -> {to}");
+    /// }
+    ///
+    /// static DB: CircuitBreaker =
+    ///     CircuitBreaker::new(1, Duration::from_secs(1)).on_state_change(changed);
+    /// DB.try_acquire().unwrap().failed();
+    /// assert_eq!(OPENED.load(Ordering::Relaxed), 1);
+    /// ```
+    pub const fn on_state_change(mut self, hook: fn(CircuitState, CircuitState)) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// The current state.
+    ///
+    /// An open breaker whose cool-down has ended turns half-open here (calling the hook) rather
+    /// than waiting for the next call, so what this returns is what the next call will see.
+    pub fn state(&self) -> CircuitState {
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(cur);
+            if w.phase != CircuitState::Open {
+                return w.phase;
+            }
+            match self.end_cool_down(cur, w) {
+                Ok(next) => return next.phase,
+                Err(Some(_)) => return CircuitState::Open,
+                Err(None) => cur = self.state.load(Ordering::Acquire),
+            }
+        }
+    }
+
+    /// Ask to make one call. While closed this is a single atomic load.
+    ///
+    /// The permit records the call's outcome: [`succeeded`](CircuitPermit::succeeded),
+    /// [`failed`](CircuitPermit::failed) or [`record`](CircuitPermit::record) by error class.
+    /// A permit dropped without an outcome (the call was cancelled) counts as neither; one
+    /// dropped while its thread panics counts as a failure.
+    ///
+    /// ```
+    /// use retry_kit::{testing, CircuitBreaker, CircuitState};
+    /// use std::time::Duration;
+    ///
+    /// let breaker = CircuitBreaker::new(2, Duration::from_secs(30));
+    /// // On this thread's virtual clock, which stands still unless a retry sleeps.
+    /// testing::record_sleeps(|| {
+    ///     breaker.try_acquire().unwrap().failed();
+    ///     breaker.try_acquire().unwrap().failed();
+    ///     let refused = breaker.try_acquire().unwrap_err();
+    ///     assert_eq!(refused.retry_after(), Duration::from_secs(30));
+    /// });
+    /// assert_eq!(breaker.state(), CircuitState::Open);
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> Result<CircuitPermit<'_>, CircuitOpen> {
+        let cur = self.state.load(Ordering::Acquire);
+        if cur >> 62 == 0 {
+            // Closed: the only check on the hot path.
+            return Ok(CircuitPermit::new(
+                self,
+                Word::unpack(cur).generation,
+                false,
+            ));
+        }
+        self.acquire_slow(cur)
+    }
+
+    #[cold]
+    fn acquire_slow(&self, mut cur: u64) -> Result<CircuitPermit<'_>, CircuitOpen> {
+        loop {
+            let w = Word::unpack(cur);
+            match w.phase {
+                CircuitState::Closed => return Ok(CircuitPermit::new(self, w.generation, false)),
+                CircuitState::Open => match self.end_cool_down(cur, w) {
+                    Ok(next) => cur = next.pack(),
+                    Err(Some(left)) => return Err(CircuitOpen::new(left)),
+                    Err(None) => cur = self.state.load(Ordering::Acquire),
+                },
+                CircuitState::HalfOpen => {
+                    if w.in_flight >= self.half_open_max {
+                        return Err(CircuitOpen::new(Duration::ZERO));
+                    }
+                    let next = Word {
+                        in_flight: w.in_flight + 1,
+                        ..w
+                    };
+                    match self.swap(cur, next) {
+                        Ok(()) => return Ok(CircuitPermit::new(self, w.generation, true)),
+                        Err(actual) => cur = actual,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Move an open breaker whose cool-down is over to half-open. `Err(Some(left))`: still
+    /// open for `left`; `Err(None)`: the state changed under us, read it again.
+    fn end_cool_down(&self, cur: u64, w: Word) -> Result<Word, Option<Duration>> {
+        let now = ticks(clock::now());
+        let until = self.open_until.load(Ordering::Acquire);
+        if now < until {
+            return Err(Some(Duration::from_nanos(until.abs_diff(now))));
+        }
+        let next = Word {
+            phase: CircuitState::HalfOpen,
+            generation: w.next_generation(),
+            // Probes of an earlier half-open phase still running count against this one.
+            in_flight: w.in_flight,
+            successes: 0,
+        };
+        match self.swap(cur, next) {
+            Ok(()) => {
+                self.notify(CircuitState::Open, CircuitState::HalfOpen);
+                Ok(next)
+            }
+            Err(actual) => {
+                let actual = Word::unpack(actual);
+                if actual.phase == CircuitState::Open {
+                    Err(None)
+                } else {
+                    Ok(actual)
+                }
+            }
+        }
+    }
+
+    fn swap(&self, cur: u64, next: Word) -> Result<(), u64> {
+        self.state
+            .compare_exchange(cur, next.pack(), Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+    }
+
+    fn notify(&self, from: CircuitState, to: CircuitState) {
+        if let Some(hook) = self.hook {
+            hook(from, to);
+        }
+    }
+
+    /// Open the breaker from the state `cur` (closed, or half-open after a failed probe), with
+    /// `w.in_flight` probes still outstanding.
+    #[cold]
+    fn trip(&self, cur: u64, w: Word) -> bool {
+        // Publish the end of the cool-down before the state that makes readers look at it.
+        let until = ticks(clock::now()).saturating_add(nanos_i64(self.open_for));
+        self.open_until.store(until, Ordering::Release);
+        let next = Word {
+            phase: CircuitState::Open,
+            generation: w.next_generation(),
+            in_flight: w.in_flight,
+            successes: 0,
+        };
+        if self.swap(cur, next).is_err() {
+            return false;
+        }
+        self.failures.store(0, Ordering::Relaxed);
+        self.clear_window();
+        self.notify(w.phase, CircuitState::Open);
+        true
+    }
+
+    #[inline]
+    fn closed_success(&self) {
+        // Write only when needed, so concurrent successes do not contend on the line.
+        if self.failures.load(Ordering::Relaxed) != 0 {
+            self.failures.store(0, Ordering::Relaxed);
+        }
+        if self.ratio.is_some() {
+            self.ratio_success();
+        }
+    }
+
+    #[cold]
+    fn ratio_success(&self) {
+        if let Some(rule) = self.ratio {
+            self.window_record(rule, false);
+        }
+    }
+
+    #[cold]
+    fn closed_failure(&self, generation: u32) {
+        let cur = self.state.load(Ordering::Acquire);
+        let w = Word::unpack(cur);
+        if w.phase != CircuitState::Closed || w.generation != generation {
+            // The outcome of a call admitted before the breaker last opened.
+            return;
+        }
+        let failures = match self
+            .failures
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_add(1))
+            }) {
+            Ok(n) | Err(n) => n.saturating_add(1),
+        };
+        let mut open = failures >= self.failure_threshold;
+        if let Some(rule) = self.ratio {
+            let (calls, failed) = self.window_record(rule, true);
+            open |= calls >= u64::from(rule.min_calls)
+                && failed.saturating_mul(1_000_000) >= rule.ppm.saturating_mul(calls);
+        }
+        if open {
+            self.trip(cur, w);
+        }
+    }
+
+    /// A probe ended. Its slot is freed whatever the phase now (so the number of probes running
+    /// never exceeds `half_open_max`, even across phases); its verdict counts only if its
+    /// half-open phase is still the current one.
+    fn probe_done(&self, generation: u32, outcome: Outcome) {
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(cur);
+            let freed = Word {
+                in_flight: w.in_flight.saturating_sub(1),
+                ..w
+            };
+            let current = w.phase == CircuitState::HalfOpen && w.generation == generation;
+            let next = match outcome {
+                _ if !current => freed,
+                Outcome::Failure => {
+                    if self.trip(cur, freed) {
+                        return;
+                    }
+                    cur = self.state.load(Ordering::Acquire);
+                    continue;
+                }
+                Outcome::Neither => freed,
+                Outcome::Success => {
+                    let successes = w.successes.saturating_add(1);
+                    if successes >= self.success_threshold {
+                        Word {
+                            phase: CircuitState::Closed,
+                            generation: w.next_generation(),
+                            in_flight: freed.in_flight,
+                            successes: 0,
+                        }
+                    } else {
+                        Word { successes, ..freed }
+                    }
+                }
+            };
+            let closes = current && next.phase == CircuitState::Closed;
+            if closes {
+                // Start the closed phase with clean counts; stale outcomes are filtered by
+                // generation, so clearing first loses nothing.
+                self.failures.store(0, Ordering::Relaxed);
+                self.clear_window();
+            }
+            match self.swap(cur, next) {
+                Ok(()) => {
+                    if closes {
+                        self.notify(CircuitState::HalfOpen, CircuitState::Closed);
+                    }
+                    return;
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Count one outcome in the window; return the window's (calls, failures) when it failed.
+    fn window_record(&self, rule: RatioRule, failed: bool) -> (u64, u64) {
+        let epoch = ticks(clock::now()).div_euclid(rule.bucket);
+        let tag = (epoch as u64) & Bucket::TAG_MASK;
+        let slot = &self.window[epoch.rem_euclid(BUCKETS as i64) as usize];
+        let mut cur = slot.load(Ordering::Relaxed);
+        loop {
+            let b = Bucket::unpack(cur);
+            let (calls, failures) = if b.tag == tag {
+                (b.calls, b.failures)
+            } else {
+                (0, 0)
+            };
+            if calls >= Bucket::COUNT_MAX {
+                break;
+            }
+            let next = Bucket {
+                tag,
+                calls: calls + 1,
+                failures: failures + u64::from(failed),
+            };
+            match slot.compare_exchange_weak(cur, next.pack(), Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        if !failed {
+            return (0, 0);
+        }
+        self.window.iter().fold((0, 0), |(calls, failures), slot| {
+            let b = Bucket::unpack(slot.load(Ordering::Relaxed));
+            if tag.wrapping_sub(b.tag) & Bucket::TAG_MASK < BUCKETS as u64 {
+                (calls + b.calls, failures + b.failures)
+            } else {
+                (calls, failures)
+            }
+        })
+    }
+
+    fn clear_window(&self) {
+        if self.ratio.is_some() {
+            for slot in &self.window {
+                slot.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for CircuitBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let w = Word::unpack(self.state.load(Ordering::Acquire));
+        f.debug_struct("CircuitBreaker")
+            .field("phase", &w.phase)
+            .field("failures", &self.failures.load(Ordering::Relaxed))
+            .field("probes_in_flight", &w.in_flight)
+            .field("failure_threshold", &self.failure_threshold)
+            .field("open_for", &self.open_for)
+            .field("success_threshold", &self.success_threshold)
+            .field("half_open_max", &self.half_open_max)
+            .field("failure_ratio", &self.ratio.map(|r| r.ppm as f64 / 1e6))
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Outcome {
+    Success,
+    Failure,
+    Neither,
+}
+
+/// Permission for one call through a [`CircuitBreaker`], from
+/// [`try_acquire`](CircuitBreaker::try_acquire). Consume it with the call's outcome.
+///
+/// Dropping it unconsumed releases it as neither success nor failure (a cancelled call
+/// tells nothing about the dependency), or as a failure if the thread is panicking.
+#[must_use = "a permit records nothing unless given the call's outcome"]
+pub struct CircuitPermit<'b> {
+    breaker: Option<&'b CircuitBreaker>,
+    generation: u32,
+    probe: bool,
+}
+
+impl<'b> CircuitPermit<'b> {
+    #[inline]
+    fn new(breaker: &'b CircuitBreaker, generation: u32, probe: bool) -> Self {
+        CircuitPermit {
+            breaker: Some(breaker),
+            generation,
+            probe,
+        }
+    }
+
+    /// Whether this call is a half-open probe.
+    pub fn is_probe(&self) -> bool {
+        self.probe
+    }
+
+    /// The call succeeded (or got an answer: a permanent error).
+    #[inline]
+    pub fn succeeded(mut self) {
+        self.finish(Outcome::Success);
+    }
+
+    /// The call failed in a way worth retrying: the dependency may be unhealthy.
+    pub fn failed(mut self) {
+        self.finish(Outcome::Failure);
+    }
+
+    /// Record a failed call by its class: a transient or idempotent-only error is a failure;
+    /// a permanent one is an answer from a healthy dependency, so it counts as a success.
+    pub fn record(self, class: ErrorClass) {
+        match class {
+            ErrorClass::Permanent => self.succeeded(),
+            ErrorClass::Transient | ErrorClass::IdempotentOnly => self.failed(),
+        }
+    }
+
+    #[inline]
+    fn finish(&mut self, outcome: Outcome) {
+        let Some(breaker) = self.breaker.take() else {
+            return;
+        };
+        match (self.probe, outcome) {
+            (false, Outcome::Success) => breaker.closed_success(),
+            (false, Outcome::Failure) => breaker.closed_failure(self.generation),
+            (false, Outcome::Neither) => {}
+            (true, outcome) => breaker.probe_done(self.generation, outcome),
+        }
+    }
+}
+
+impl Drop for CircuitPermit<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.breaker.is_some() {
+            let outcome = if std::thread::panicking() {
+                Outcome::Failure
+            } else {
+                Outcome::Neither
+            };
+            self.finish(outcome);
+        }
+    }
+}
+
+impl fmt::Debug for CircuitPermit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitPermit")
+            .field("probe", &self.probe)
+            .field("pending", &self.breaker.is_some())
+            .finish()
+    }
+}
+
+/// The breaker's state word: phase (2 bits), generation (30 bits, wrapping), probes in flight
+/// (16 bits) and probe successes (16 bits). The generation changes on every phase change, so an
+/// outcome reported after its phase ended is recognised and ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Word {
+    phase: CircuitState,
+    generation: u32,
+    in_flight: u16,
+    successes: u16,
+}
+
+impl Word {
+    const GENERATION_MASK: u32 = (1 << 30) - 1;
+    const CLOSED: Word = Word {
+        phase: CircuitState::Closed,
+        generation: 0,
+        in_flight: 0,
+        successes: 0,
+    };
+
+    const fn pack(self) -> u64 {
+        let phase = match self.phase {
+            CircuitState::Closed => 0u64,
+            CircuitState::Open => 1,
+            CircuitState::HalfOpen => 2,
+        };
+        (phase << 62)
+            | ((self.generation & Self::GENERATION_MASK) as u64) << 32
+            | (self.in_flight as u64) << 16
+            | self.successes as u64
+    }
+
+    #[inline]
+    fn unpack(word: u64) -> Word {
+        Word {
+            phase: match word >> 62 {
+                0 => CircuitState::Closed,
+                1 => CircuitState::Open,
+                _ => CircuitState::HalfOpen,
+            },
+            generation: (word >> 32) as u32 & Self::GENERATION_MASK,
+            in_flight: (word >> 16) as u16,
+            successes: word as u16,
+        }
+    }
+
+    fn next_generation(self) -> u32 {
+        self.generation.wrapping_add(1) & Self::GENERATION_MASK
+    }
+}
+
+/// One bucket of the failure-ratio window: which bucket of time it counts (24 bits of its
+/// index, enough to tell it from the last ten), calls and failures (20 bits each).
+struct Bucket {
+    tag: u64,
+    calls: u64,
+    failures: u64,
+}
+
+impl Bucket {
+    const TAG_MASK: u64 = (1 << 24) - 1;
+    const COUNT_MAX: u64 = (1 << 20) - 1;
+
+    fn pack(&self) -> u64 {
+        (self.tag << 40) | (self.calls << 20) | self.failures
+    }
+
+    fn unpack(word: u64) -> Bucket {
+        Bucket {
+            tag: word >> 40,
+            calls: (word >> 20) & Self::COUNT_MAX,
+            failures: word & Self::COUNT_MAX,
+        }
+    }
+}
+
+const fn clamp_u16(n: u32) -> u16 {
+    if n == 0 {
+        1
+    } else if n > u16::MAX as u32 {
+        u16::MAX
+    } else {
+        n as u16
+    }
+}
+
+const fn nanos_i64(d: Duration) -> i64 {
+    let n = d.as_nanos();
+    if n > i64::MAX as u128 {
+        i64::MAX
+    } else {
+        n as i64
+    }
+}
+
+/// Nanoseconds since a process-wide origin (the first instant any breaker read), negative for
+/// earlier instants: an `Instant` cannot be built in a `const fn`, but an integer can be
+/// stored in an atomic of a `static`.
+fn ticks(t: Instant) -> i64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    let origin = *ORIGIN.get_or_init(|| t);
+    match t.checked_duration_since(origin) {
+        Some(after) => nanos_i64(after),
+        None => nanos_i64(origin.saturating_duration_since(t)).saturating_neg(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_word_round_trips() {
+        for w in [
+            Word::CLOSED,
+            Word {
+                phase: CircuitState::HalfOpen,
+                generation: Word::GENERATION_MASK,
+                in_flight: u16::MAX,
+                successes: u16::MAX,
+            },
+            Word {
+                phase: CircuitState::Open,
+                generation: 7,
+                in_flight: 0,
+                successes: 3,
+            },
+        ] {
+            assert_eq!(Word::unpack(w.pack()), w);
+        }
+        let last = Word {
+            generation: Word::GENERATION_MASK,
+            ..Word::CLOSED
+        };
+        assert_eq!(last.next_generation(), 0);
+    }
+
+    #[test]
+    fn ticks_before_the_origin_are_negative() {
+        let now = Instant::now();
+        let origin = ticks(now);
+        if let Some(earlier) = now.checked_sub(Duration::from_secs(1)) {
+            assert!(ticks(earlier) < origin);
+        }
+        assert!(ticks(now + Duration::from_secs(1)) > origin);
+    }
+}

@@ -1,0 +1,188 @@
+//! [`RetryBudget`]: a shared bound on how much retrying all callers of a dependency do together,
+//! by gRPC's retry-throttling rule.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tokens are kept in millionths, so a fractional `token_ratio` is refunded exactly.
+const UNIT: u64 = 1_000_000;
+
+/// A token bucket shared by every call that names it (typically a `static`) that lets retries
+/// through only while recent calls mostly succeed: gRPC's retry throttling.
+///
+/// The rule, exactly:
+///
+/// - the bucket starts full, at `max_tokens`;
+/// - every failed attempt of a retryable class (transient or idempotent-only, timeouts
+///   included) takes 1 token, down to 0; whether or not it is then retried;
+/// - every successful attempt puts back `token_ratio` tokens, up to `max_tokens`;
+/// - a permanent error neither takes nor refunds: it is an answer, but not a success;
+/// - a **retry** may start only while the tokens exceed `max_tokens / 2` (strictly). First
+///   attempts are never refused: the budget bounds the extra load retries add, not the
+///   callers' own traffic.
+///
+/// The bound this gives: while every attempt fails, at most `⌈max_tokens / 2⌉ − 1` retries
+/// start in total, across all callers and threads, before retries stop (each retry's check
+/// comes after the failure it repeats took its token, and the count only falls). After
+/// recovery, successes refill the bucket and retries resume once it is above half again:
+/// with `token_ratio` r, that takes about `1 / r` successes per missing token.
+///
+/// **Fractional ratios** are exact to a millionth of a token: `token_ratio` is rounded to six
+/// decimal places (so anything below 0.0000005 refunds nothing) and tokens are integers of
+/// millionths in one atomic. A ratio of 0.6 refunds 0.6 tokens per success, so ten successes
+/// refund 6 tokens, not 10; a ratio above 1 refunds more than a failure costs. (Budgets that
+/// turn the ratio into "one token per ⌊1/r⌋ successes" over-grant for every ratio whose
+/// reciprocal is not a whole number.) Negative or NaN ratios mean 0; `max_tokens` 0 refuses
+/// every retry.
+///
+/// Lock-free: a check is one atomic load, a failure or success one compare-and-swap loop, and a
+/// success on a full bucket is a load only.
+///
+/// ```
+/// use retry_kit::{retryable, Classify, RetryBudget, testing};
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(transient)]
+/// struct Unavailable;
+///
+/// // 10 tokens; each success refunds 0.1.
+/// static BACKEND: RetryBudget = RetryBudget::new(10, 0.1);
+///
+/// #[retryable(attempts = 3, base = "10ms", budget = BACKEND)]
+/// fn fetch(attempts: &mut u32) -> Result<(), Unavailable> {
+///     *attempts += 1;
+///     Err(Unavailable)
+/// }
+///
+/// let mut attempts = 0;
+/// testing::record_sleeps(|| {
+///     for _ in 0..5 {
+///         let _ = fetch(&mut attempts);
+///     }
+/// });
+/// // The first call retries twice (10 → 9 → 8 → 7 tokens). The second gets one retry
+/// // (7 → 6 → 5); from then on the bucket is at or below half and calls make one attempt.
+/// assert_eq!(attempts, 3 + 2 + 1 + 1 + 1);
+/// assert_eq!(BACKEND.tokens(), 2.0);
+/// assert!(!BACKEND.allows_retry());
+/// ```
+pub struct RetryBudget {
+    max: u64,
+    ratio: u64,
+    tokens: AtomicU64,
+}
+
+impl RetryBudget {
+    /// A full bucket of `max_tokens`, refunding `token_ratio` tokens per success.
+    pub const fn new(max_tokens: u32, token_ratio: f64) -> Self {
+        let max = max_tokens as u64 * UNIT;
+        // `as` saturates, and maps NaN to 0.
+        let ratio = if token_ratio > 0.0 {
+            (token_ratio * UNIT as f64 + 0.5) as u64
+        } else {
+            0
+        };
+        RetryBudget {
+            max,
+            ratio,
+            tokens: AtomicU64::new(max),
+        }
+    }
+
+    /// Whether a retry may start now: the tokens exceed half of `max_tokens`.
+    #[inline]
+    pub fn allows_retry(&self) -> bool {
+        self.tokens.load(Ordering::Relaxed) * 2 > self.max
+    }
+
+    /// Take one token for a failed attempt of a retryable class (none below 0).
+    #[inline]
+    pub fn record_failure(&self) {
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                (t != 0).then(|| t.saturating_sub(UNIT))
+            });
+    }
+
+    /// Put back `token_ratio` tokens for a successful attempt (none above `max_tokens`).
+    #[inline]
+    pub fn record_success(&self) {
+        if self.ratio == 0 || self.tokens.load(Ordering::Relaxed) >= self.max {
+            return;
+        }
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                (t < self.max).then(|| t.saturating_add(self.ratio).min(self.max))
+            });
+    }
+
+    /// The tokens in the bucket now, to six decimal places.
+    ///
+    /// ```
+    /// use retry_kit::RetryBudget;
+    ///
+    /// let budget = RetryBudget::new(10, 0.6);
+    /// for _ in 0..10 {
+    ///     budget.record_failure();
+    /// }
+    /// assert_eq!(budget.tokens(), 0.0);
+    /// for _ in 0..10 {
+    ///     budget.record_success();
+    /// }
+    /// // Ten successes at 0.6 refund exactly 6 tokens: retries resume above 5.
+    /// assert_eq!(budget.tokens(), 6.0);
+    /// assert!(budget.allows_retry());
+    /// ```
+    pub fn tokens(&self) -> f64 {
+        self.tokens.load(Ordering::Relaxed) as f64 / UNIT as f64
+    }
+
+    /// The size of the bucket.
+    pub const fn max_tokens(&self) -> u32 {
+        (self.max / UNIT) as u32
+    }
+
+    /// The tokens refunded per success, as kept (rounded to six decimal places).
+    pub const fn token_ratio(&self) -> f64 {
+        self.ratio as f64 / UNIT as f64
+    }
+}
+
+impl fmt::Debug for RetryBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryBudget")
+            .field("tokens", &self.tokens())
+            .field("max_tokens", &self.max_tokens())
+            .field("token_ratio", &self.token_ratio())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_kept_to_six_places() {
+        assert_eq!(RetryBudget::new(1, 0.6).ratio, 600_000);
+        assert_eq!(RetryBudget::new(1, 0.1234567).ratio, 123_457);
+        assert_eq!(RetryBudget::new(1, 0.0000004).ratio, 0);
+        assert_eq!(RetryBudget::new(1, -1.0).ratio, 0);
+        assert_eq!(RetryBudget::new(1, f64::NAN).ratio, 0);
+        assert_eq!(RetryBudget::new(1, f64::INFINITY).ratio, u64::MAX);
+    }
+
+    #[test]
+    fn extreme_settings_saturate() {
+        let b = RetryBudget::new(u32::MAX, f64::INFINITY);
+        b.record_failure();
+        b.record_success();
+        assert_eq!(b.tokens(), f64::from(u32::MAX));
+        let empty = RetryBudget::new(0, 1.0);
+        empty.record_failure();
+        empty.record_success();
+        assert!(!empty.allows_retry());
+    }
+}

@@ -1,0 +1,580 @@
+//! The circuit breaker: its state machine on tokio's paused clock, what counts against it, how
+//! `#[retryable(circuit = ...)]` and `Retry::circuit` use it, probe permits under cancellation and
+//! panics, and the half-open probe bound under many threads.
+#![deny(warnings, unused_qualifications)]
+
+use retry_kit::{
+    CircuitBreaker, CircuitOpen, CircuitState, Classify, ErrorClass, Failure, Jitter, Next, Retry,
+    RetryPolicy, StopReason, retryable,
+};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use tokio::time::{advance, sleep};
+
+#[derive(Debug, Classify)]
+enum ApiError {
+    #[classify(transient)]
+    Unavailable,
+    #[classify(idempotent_only)]
+    Unknown,
+    #[classify(permanent)]
+    BadRequest,
+    #[classify(delegate)]
+    Open(CircuitOpen),
+}
+
+impl From<CircuitOpen> for ApiError {
+    fn from(open: CircuitOpen) -> Self {
+        ApiError::Open(open)
+    }
+}
+
+/// What the fake dependency answers.
+#[derive(Clone, Copy)]
+enum Reply {
+    Ok,
+    Unavailable,
+    Unknown,
+    BadRequest,
+}
+
+fn answer(reply: Reply) -> Result<(), ApiError> {
+    match reply {
+        Reply::Ok => Ok(()),
+        Reply::Unavailable => Err(ApiError::Unavailable),
+        Reply::Unknown => Err(ApiError::Unknown),
+        Reply::BadRequest => Err(ApiError::BadRequest),
+    }
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+static STATE_MACHINE: CircuitBreaker = CircuitBreaker::new(3, Duration::from_secs(10))
+    .success_threshold(2)
+    .half_open_max(1);
+
+#[retryable(attempts = 1, circuit = STATE_MACHINE)]
+async fn state_machine(reply: Reply, bodies: &AtomicU32) -> Result<(), ApiError> {
+    bodies.fetch_add(1, Ordering::Relaxed);
+    answer(reply)
+}
+
+#[tokio::test(start_paused = true)]
+async fn closed_open_half_open_closed_on_the_paused_clock() {
+    let b = &STATE_MACHINE;
+    let bodies = AtomicU32::new(0);
+    for _ in 0..2 {
+        assert!(matches!(
+            state_machine(Reply::Unavailable, &bodies).await,
+            Err(ApiError::Unavailable)
+        ));
+    }
+    assert_eq!(b.state(), CircuitState::Closed);
+    // Idempotent-only failures count too (the outcome of the call is unknown).
+    assert!(state_machine(Reply::Unknown, &bodies).await.is_err());
+    assert_eq!(b.state(), CircuitState::Open);
+
+    // Open: refused without running the body, carrying the time until the next probe.
+    advance(4 * SECOND).await;
+    let Err(ApiError::Open(open)) = state_machine(Reply::Ok, &bodies).await else {
+        panic!("an open breaker refuses the first attempt");
+    };
+    assert_eq!(open.retry_after(), 6 * SECOND);
+    assert_eq!(bodies.load(Ordering::Relaxed), 3);
+
+    // Cool-down over: half-open; a success is not enough with success_threshold(2).
+    advance(6 * SECOND).await;
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+    state_machine(Reply::Ok, &bodies).await.unwrap();
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+    state_machine(Reply::Ok, &bodies).await.unwrap();
+    assert_eq!(b.state(), CircuitState::Closed);
+    assert_eq!(bodies.load(Ordering::Relaxed), 5);
+
+    // Closed again with a clean count: two failures do not open it.
+    for _ in 0..2 {
+        assert!(state_machine(Reply::Unavailable, &bodies).await.is_err());
+    }
+    assert_eq!(b.state(), CircuitState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_probe_reopens_for_a_full_cool_down() {
+    let b = CircuitBreaker::new(1, Duration::from_secs(30));
+    b.try_acquire().unwrap().failed();
+    advance(30 * SECOND).await;
+    let probe = b.try_acquire().unwrap();
+    assert!(probe.is_probe());
+    advance(5 * SECOND).await;
+    probe.failed();
+    assert_eq!(b.state(), CircuitState::Open);
+    assert_eq!(b.try_acquire().unwrap_err().retry_after(), 30 * SECOND);
+    advance(29 * SECOND).await;
+    assert_eq!(b.state(), CircuitState::Open);
+    advance(SECOND).await;
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+}
+
+#[test]
+fn permanent_errors_are_answers_and_never_trip_it() {
+    let b = CircuitBreaker::new(3, Duration::from_secs(10));
+    for _ in 0..1000 {
+        b.try_acquire().unwrap().record(ErrorClass::Permanent);
+    }
+    assert_eq!(b.state(), CircuitState::Closed);
+    // A permanent error between retryable failures breaks the streak, like a success.
+    for class in [
+        ErrorClass::Transient,
+        ErrorClass::Transient,
+        ErrorClass::Permanent,
+        ErrorClass::Transient,
+        ErrorClass::IdempotentOnly,
+    ] {
+        b.try_acquire().unwrap().record(class);
+    }
+    assert_eq!(b.state(), CircuitState::Closed);
+    b.try_acquire().unwrap().record(ErrorClass::Transient);
+    assert_eq!(b.state(), CircuitState::Open);
+}
+
+static PERMANENT: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(10));
+
+#[retryable(attempts = 3, base = "0ms", circuit = PERMANENT)]
+fn permanent_call(reply: Reply) -> Result<(), ApiError> {
+    answer(reply)
+}
+
+#[test]
+fn permanent_errors_through_the_attribute_never_trip_it() {
+    for _ in 0..100 {
+        assert!(matches!(
+            permanent_call(Reply::BadRequest),
+            Err(ApiError::BadRequest)
+        ));
+    }
+    assert_eq!(PERMANENT.state(), CircuitState::Closed);
+}
+
+#[test]
+fn a_success_resets_the_consecutive_count() {
+    let b = CircuitBreaker::new(2, Duration::from_secs(10));
+    for _ in 0..10 {
+        b.try_acquire().unwrap().failed();
+        b.try_acquire().unwrap().succeeded();
+    }
+    assert_eq!(b.state(), CircuitState::Closed);
+}
+
+static REFUSES_RETRY: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(60));
+static REFUSAL_LOG: Mutex<Vec<(u32, Next)>> = Mutex::new(Vec::new());
+
+fn log_refusal(f: &Failure<'_, ApiError>) {
+    REFUSAL_LOG.lock().unwrap().push((f.attempt, f.next));
+}
+
+#[retryable(attempts = 5, base = "0ms", circuit = REFUSES_RETRY, on_failure = log_refusal)]
+fn refused_retry(calls: &mut u32) -> Result<(), ApiError> {
+    *calls += 1;
+    Err(ApiError::Unavailable)
+}
+
+#[test]
+fn a_refused_retry_stops_with_circuit_open_and_the_last_real_error() {
+    let mut calls = 0;
+    let result = refused_retry(&mut calls);
+    assert!(matches!(result, Err(ApiError::Unavailable)));
+    assert_eq!(calls, 2);
+    assert_eq!(
+        *REFUSAL_LOG.lock().unwrap(),
+        [
+            (1, Next::Retry(Duration::ZERO)),
+            (2, Next::Stop(StopReason::CircuitOpen))
+        ]
+    );
+    // The next call is refused before its first attempt.
+    assert!(matches!(refused_retry(&mut calls), Err(ApiError::Open(_))));
+    assert_eq!(calls, 2);
+}
+
+static PROBES: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(5)).half_open_max(2);
+
+#[retryable(attempts = 1, circuit = PROBES)]
+async fn slow_probe(started: &AtomicU32) -> Result<(), ApiError> {
+    started.fetch_add(1, Ordering::Relaxed);
+    sleep(Duration::from_secs(3)).await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn half_open_admits_at_most_half_open_max_concurrent_probes() {
+    PROBES.try_acquire().unwrap().failed();
+    advance(5 * SECOND).await;
+    let started = AtomicU32::new(0);
+    let results = futures_join5(
+        slow_probe(&started),
+        slow_probe(&started),
+        slow_probe(&started),
+        slow_probe(&started),
+        slow_probe(&started),
+    )
+    .await;
+    assert_eq!(started.load(Ordering::Relaxed), 2);
+    let refused: Vec<Duration> = results
+        .iter()
+        .filter_map(|r| match r {
+            Err(ApiError::Open(open)) => Some(open.retry_after()),
+            _ => None,
+        })
+        .collect();
+    // Busy probe slots free up as soon as a probe ends: nothing to wait for.
+    assert_eq!(refused, [Duration::ZERO; 3]);
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 2);
+    // half_open_max is 2 but success_threshold is 1: the first success closed it.
+    assert_eq!(PROBES.state(), CircuitState::Closed);
+}
+
+/// Poll five futures together on this task (no extra dependency for a join).
+async fn futures_join5<F: Future>(a: F, b: F, c: F, d: F, e: F) -> Vec<F::Output> {
+    let mut futures: Vec<_> = [a, b, c, d, e].into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                if let Poll::Ready(out) = future.as_mut().poll(cx) {
+                    *output = Some(out);
+                }
+            }
+        }
+        if outputs.iter().all(Option::is_some) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
+static CANCELLED: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(5));
+
+#[retryable(attempts = 1, circuit = CANCELLED)]
+async fn probe_that_waits(started: &AtomicU32) -> Result<(), ApiError> {
+    started.fetch_add(1, Ordering::Relaxed);
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+#[retryable(attempts = 1, circuit = CANCELLED)]
+async fn probe_that_answers(started: &AtomicU32) -> Result<(), ApiError> {
+    started.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_call_mid_probe_releases_the_probe_without_a_verdict() {
+    CANCELLED.try_acquire().unwrap().failed();
+    advance(5 * SECOND).await;
+    let started = AtomicU32::new(0);
+    {
+        let mut probe = pin!(probe_that_waits(&started));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(probe.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(started.load(Ordering::Relaxed), 1);
+        // The slot is taken while the probe runs.
+        assert!(matches!(
+            probe_that_answers(&started).await,
+            Err(ApiError::Open(_))
+        ));
+    } // dropped mid-flight
+    // Neither success nor failure: still half-open, and the next probe is admitted.
+    assert_eq!(CANCELLED.state(), CircuitState::HalfOpen);
+    probe_that_answers(&started).await.unwrap();
+    assert_eq!(started.load(Ordering::Relaxed), 2);
+    assert_eq!(CANCELLED.state(), CircuitState::Closed);
+}
+
+static PANICS: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(5));
+
+#[retryable(attempts = 1, circuit = PANICS)]
+fn probe_that_panics() -> Result<(), ApiError> {
+    panic!("bug in the probe");
+}
+
+#[retryable(attempts = 1, circuit = PANICS)]
+fn probe_that_succeeds() -> Result<(), ApiError> {
+    Ok(())
+}
+
+#[test]
+fn a_panic_in_a_probe_releases_it_as_a_failure() {
+    retry_kit::testing::record_sleeps(|| {
+        PANICS.try_acquire().unwrap().failed();
+        // Let the cool-down pass on this thread's virtual clock.
+        let wait = RetryPolicy::fixed(Duration::from_secs(5))
+            .jitter(Jitter::None)
+            .attempts(2);
+        let _ = wait.call(|| Err::<(), _>(ApiError::Unavailable));
+        assert_eq!(PANICS.state(), CircuitState::HalfOpen);
+
+        let panicked = std::panic::catch_unwind(probe_that_panics);
+        assert!(panicked.is_err());
+        // Counted as a failed probe: open again, for a full cool-down.
+        assert_eq!(PANICS.state(), CircuitState::Open);
+        let _ = wait.call(|| Err::<(), _>(ApiError::Unavailable));
+        // And released: a new probe is admitted and closes it.
+        probe_that_succeeds().unwrap();
+        assert_eq!(PANICS.state(), CircuitState::Closed);
+    });
+}
+
+static TRANSITIONS: Mutex<Vec<(CircuitState, CircuitState)>> = Mutex::new(Vec::new());
+
+fn record_transition(from: CircuitState, to: CircuitState) {
+    TRANSITIONS.lock().unwrap().push((from, to));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hook_sees_every_state_change_once() {
+    let b = CircuitBreaker::new(2, Duration::from_secs(1)).on_state_change(record_transition);
+    b.try_acquire().unwrap().failed();
+    b.try_acquire().unwrap().failed();
+    b.try_acquire().unwrap_err();
+    advance(SECOND).await;
+    b.try_acquire().unwrap().failed(); // probe fails
+    advance(SECOND).await;
+    let probe = b.try_acquire().unwrap();
+    probe.succeeded();
+    use CircuitState::{Closed, HalfOpen, Open};
+    assert_eq!(
+        *TRANSITIONS.lock().unwrap(),
+        [
+            (Closed, Open),
+            (Open, HalfOpen),
+            (HalfOpen, Open),
+            (Open, HalfOpen),
+            (HalfOpen, Closed),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn failure_ratio_opens_over_a_sliding_window_after_the_minimum_throughput() {
+    let b = CircuitBreaker::new(u32::MAX, Duration::from_secs(5)).failure_ratio(
+        0.5,
+        Duration::from_secs(10),
+        10,
+    );
+    // 9 failures alone are below the minimum throughput.
+    for _ in 0..9 {
+        b.try_acquire().unwrap().failed();
+    }
+    assert_eq!(b.state(), CircuitState::Closed);
+    // Ten seconds later those failures have left the window.
+    advance(10 * SECOND).await;
+    for _ in 0..6 {
+        b.try_acquire().unwrap().succeeded();
+    }
+    for _ in 0..3 {
+        b.try_acquire().unwrap().failed();
+    }
+    assert_eq!(b.state(), CircuitState::Closed); // 3 of 9 calls
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Closed); // 4 of 10: below half
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Closed); // 5 of 11: below half
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Open); // 6 of 12: half
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_consecutive_rule_still_applies_in_ratio_mode() {
+    let b = CircuitBreaker::new(3, Duration::from_secs(5)).failure_ratio(
+        0.9,
+        Duration::from_secs(10),
+        100,
+    );
+    for _ in 0..3 {
+        b.try_acquire().unwrap().failed();
+    }
+    assert_eq!(b.state(), CircuitState::Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn outcomes_of_calls_admitted_before_it_opened_are_ignored() {
+    let b = CircuitBreaker::new(2, Duration::from_secs(5));
+    let slow = b.try_acquire().unwrap();
+    b.try_acquire().unwrap().failed();
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Open);
+    advance(5 * SECOND).await;
+    let probe = b.try_acquire().unwrap();
+    // The slow call from the closed phase ends now: it is no probe's verdict.
+    slow.succeeded();
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+    probe.failed();
+    assert_eq!(b.state(), CircuitState::Open);
+}
+
+static BUILDER: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(5));
+
+#[tokio::test(start_paused = true)]
+async fn the_builder_refuses_the_first_attempt_with_circuit_open() {
+    let policy = RetryPolicy::fixed(Duration::ZERO).attempts(3);
+    let mut calls = 0;
+    let first: Result<(), ApiError> = Retry::new(&policy)
+        .circuit(&BUILDER)
+        .call_async(|| {
+            calls += 1;
+            async { Err(ApiError::Unavailable) }
+        })
+        .await;
+    assert!(matches!(first, Err(ApiError::Unavailable)));
+    assert_eq!(calls, 1);
+    advance(2 * SECOND).await;
+    let second: Result<(), ApiError> = Retry::new(&policy)
+        .circuit(&BUILDER)
+        .call_async(|| async { Ok(()) })
+        .await;
+    let Err(ApiError::Open(open)) = second else {
+        panic!("refused");
+    };
+    assert_eq!(open.retry_after(), 3 * SECOND);
+}
+
+/// 8 threads × 10 000 calls through one breaker with a zero cool-down, so it cycles through
+/// every state constantly: the number of probes running at once never exceeds `half_open_max`,
+/// and when every thread is done no probe slot is left taken.
+#[test]
+fn eight_threads_never_run_more_than_half_open_max_probes_at_once() {
+    static STRESS: CircuitBreaker = CircuitBreaker::new(3, Duration::ZERO)
+        .half_open_max(3)
+        .success_threshold(2);
+    static RUNNING: AtomicU32 = AtomicU32::new(0);
+    static MOST: AtomicU32 = AtomicU32::new(0);
+    static PROBED: AtomicU32 = AtomicU32::new(0);
+    std::thread::scope(|s| {
+        for thread in 0..8u32 {
+            s.spawn(move || {
+                for i in 0..10_000u32 {
+                    let Ok(permit) = STRESS.try_acquire() else {
+                        continue;
+                    };
+                    if permit.is_probe() {
+                        PROBED.fetch_add(1, Ordering::Relaxed);
+                        let now = RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+                        MOST.fetch_max(now, Ordering::SeqCst);
+                        std::thread::yield_now();
+                        RUNNING.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    // A deterministic mix of outcomes, different per thread.
+                    match (i.wrapping_mul(2_654_435_761) ^ thread) % 5 {
+                        0 | 1 => permit.failed(),
+                        2 => permit.record(ErrorClass::Permanent),
+                        3 => drop(permit),
+                        _ => permit.succeeded(),
+                    }
+                }
+            });
+        }
+    });
+    assert!(
+        PROBED.load(Ordering::Relaxed) > 0,
+        "the breaker never half-opened"
+    );
+    assert!(MOST.load(Ordering::SeqCst) <= 3, "{MOST:?} probes at once");
+    assert_eq!(RUNNING.load(Ordering::SeqCst), 0);
+    // Every permit was released: a half-open breaker admits exactly three probes again.
+    let b = &STRESS;
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        match b.try_acquire() {
+            Ok(p) if p.is_probe() => held.push(p),
+            Ok(p) => p.failed(),
+            Err(_) => {}
+        }
+    }
+    assert_eq!(held.len(), 3);
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+}
+
+/// Regression: a probe still running from an earlier half-open phase once got a fresh count in
+/// the next phase, so with a short cool-down more than `half_open_max` probes ran at once.
+#[tokio::test(start_paused = true)]
+async fn a_probe_from_an_earlier_half_open_phase_keeps_its_slot() {
+    let b = CircuitBreaker::new(1, Duration::from_secs(1)).half_open_max(2);
+    b.try_acquire().unwrap().failed();
+    advance(SECOND).await;
+    let slow = b.try_acquire().unwrap();
+    let failing = b.try_acquire().unwrap();
+    assert!(slow.is_probe() && failing.is_probe());
+    failing.failed();
+    advance(SECOND).await;
+    // Half-open again, but the slow probe still holds one of the two slots.
+    let next = b.try_acquire().unwrap();
+    assert!(next.is_probe());
+    assert_eq!(b.try_acquire().unwrap_err().retry_after(), Duration::ZERO);
+    // Its verdict no longer counts, but ending frees the slot.
+    slow.succeeded();
+    assert_eq!(b.state(), CircuitState::HalfOpen);
+    let last = b.try_acquire().unwrap();
+    assert!(last.is_probe());
+    next.succeeded();
+    assert_eq!(b.state(), CircuitState::Closed);
+    drop(last);
+}
+
+/// The engine under the same load: 8 threads × 10 000 calls of a `#[retryable]` function
+/// (retries, refused first attempts, refused retries, permanent errors) leave no permit behind.
+#[test]
+fn eight_threads_through_the_attribute_leave_no_probe_slot_taken() {
+    static OPENED: AtomicU32 = AtomicU32::new(0);
+    fn count_opens(_: CircuitState, to: CircuitState) {
+        if to == CircuitState::Open {
+            OPENED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    static ENGINE: CircuitBreaker = CircuitBreaker::new(3, Duration::ZERO)
+        .half_open_max(2)
+        .success_threshold(2)
+        .on_state_change(count_opens);
+    static BODIES: AtomicU32 = AtomicU32::new(0);
+
+    #[retryable(attempts = 3, base = "0ms", idempotent, circuit = ENGINE)]
+    fn mixed(seed: u32) -> Result<(), ApiError> {
+        let n = BODIES.fetch_add(1, Ordering::Relaxed);
+        match (seed ^ n).wrapping_mul(2_654_435_761) % 7 {
+            0 | 1 => Err(ApiError::Unavailable),
+            2 => Err(ApiError::Unknown),
+            3 => Err(ApiError::BadRequest),
+            _ => Ok(()),
+        }
+    }
+
+    std::thread::scope(|s| {
+        for thread in 0..8u32 {
+            s.spawn(move || {
+                for i in 0..10_000u32 {
+                    let _ = mixed(thread * 10_000 + i);
+                }
+            });
+        }
+    });
+    assert!(
+        OPENED.load(Ordering::Relaxed) > 0,
+        "the breaker never opened"
+    );
+    let mut held = Vec::new();
+    for _ in 0..10 {
+        match ENGINE.try_acquire() {
+            Ok(p) if p.is_probe() => held.push(p),
+            Ok(p) => p.failed(),
+            Err(_) => {}
+        }
+    }
+    assert_eq!(held.len(), 2);
+    assert_eq!(ENGINE.state(), CircuitState::HalfOpen);
+}
