@@ -5,6 +5,7 @@
 use proc_macro::TokenStream;
 
 mod classify;
+mod errors;
 mod retryable;
 
 /// Rewrite a sync or async function into a retry loop.

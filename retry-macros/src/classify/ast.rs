@@ -1,7 +1,7 @@
 //! The derive input as a borrowed tree: the user's syntax plus the parsed tags of each part.
 
-use super::Errors;
 use super::attr::{self, Attrs, Place};
+use crate::errors::Errors;
 use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Data, DeriveInput, Generics, Ident, Index, Member, Type};

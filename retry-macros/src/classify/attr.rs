@@ -4,7 +4,7 @@
 //! point at exactly what the user wrote. Mistakes are collected, not returned: one bad tag does
 //! not hide the next one.
 
-use super::Errors;
+use crate::errors::Errors;
 use crate::retryable::nearest;
 use proc_macro2::TokenTree;
 use syn::meta::ParseNestedMeta;

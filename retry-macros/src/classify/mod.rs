@@ -11,9 +11,8 @@ mod attr;
 mod expand;
 mod valid;
 
+use crate::errors::Errors;
 use proc_macro2::TokenStream;
-use quote::ToTokens;
-use std::fmt::Display;
 
 pub(crate) fn derive(input: TokenStream) -> TokenStream {
     let input = match syn::parse2::<syn::DeriveInput>(input) {
@@ -27,28 +26,4 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
     let mut tokens = expand::impl_classify(&ast);
     tokens.extend(errors.into_compile_errors());
     tokens
-}
-
-/// Collects every error so that one compile shows them all.
-#[derive(Default)]
-pub(crate) struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub(crate) fn push(&mut self, error: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(error),
-            None => self.0 = Some(error),
-        }
-    }
-
-    /// An error at `tokens`, which may span several tokens (a type, a path).
-    pub(crate) fn at(&mut self, tokens: impl ToTokens, message: impl Display) {
-        self.push(syn::Error::new_spanned(tokens, message));
-    }
-
-    fn into_compile_errors(self) -> TokenStream {
-        self.0
-            .map(syn::Error::into_compile_error)
-            .unwrap_or_default()
-    }
 }

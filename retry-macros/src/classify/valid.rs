@@ -3,9 +3,9 @@
 //! Expansion asks the same questions ([`delegate_field`], [`retry_after_field`]) so that it
 //! uses only the parts that passed, and falls back where they did not.
 
-use super::Errors;
 use super::ast::{Field, Input, Variant};
 use super::attr::Tag;
+use crate::errors::Errors;
 use syn::{GenericArgument, PathArguments, Type};
 
 pub(crate) fn check(input: &Input<'_>, errors: &mut Errors) {

@@ -2,7 +2,8 @@
 //!
 //! Every mistake is collected, each at its own token, so that one compile shows them all.
 
-use proc_macro2::{Span, TokenStream};
+pub(crate) use crate::errors::Errors;
+use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
 use syn::{Expr, ExprLit, Ident, Lit, Path};
 
@@ -95,34 +96,6 @@ pub(crate) struct Args {
     pub(crate) on_failure: Option<Setting<Path>>,
     pub(crate) sleep: Option<Setting<Path>>,
     pub(crate) krate: Option<Setting<Path>>,
-}
-
-/// Collects errors so that all of them are reported together.
-#[derive(Default)]
-pub(crate) struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub(crate) fn push(&mut self, error: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(error),
-            None => self.0 = Some(error),
-        }
-    }
-
-    pub(crate) fn at(&mut self, tokens: impl quote::ToTokens, message: impl std::fmt::Display) {
-        self.push(syn::Error::new_spanned(tokens, message));
-    }
-
-    pub(crate) fn at_span(&mut self, span: Span, message: impl std::fmt::Display) {
-        self.push(syn::Error::new(span, message));
-    }
-
-    pub(crate) fn into_result(self) -> Result<(), syn::Error> {
-        match self.0 {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
 }
 
 /// Parse the attribute's arguments. Errors in values are collected in `errors`; only tokens that

@@ -5,6 +5,5 @@ mod expand;
 #[cfg(test)]
 mod robustness;
 
-#[allow(unused_imports)]
 pub(crate) use args::nearest;
 pub(crate) use expand::retryable;
