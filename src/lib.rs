@@ -15,7 +15,7 @@ pub mod __private {
     pub use core::time::Duration;
     pub use retry_runtime::class::{Classify, ErrorClass, IntoRetryAfter};
     #[cfg(feature = "tokio")]
-    pub use retry_runtime::clock::sleep;
+    pub use retry_runtime::clock::{sleep, tokio_sleep};
     pub use retry_runtime::run::{
         AsPolicy, ByTrait, Call, Classifier, Hook, InAttempt, NoHook, Outcome, Step,
         WithRetryAfter, class_of, policy_of,

@@ -102,3 +102,11 @@ pub async fn sleep(d: Duration) {
         tokio::time::sleep(d).await;
     }
 }
+
+/// tokio's sleep itself, for loops that skip zero-length waits before calling it. Awaiting this
+/// rather than [`sleep`] keeps an `async fn` wrapper's own state out of every retry future.
+#[cfg(feature = "tokio")]
+#[inline]
+pub fn tokio_sleep(d: Duration) -> tokio::time::Sleep {
+    tokio::time::sleep(d)
+}

@@ -560,25 +560,33 @@ impl<'p, C, H> Retry<'p, C, H> {
     {
         let mut call = Call::new(self.policy, H::ACTIVE);
         loop {
-            let out = call.attempt_async(op()).await;
-            match call.after(&out, &self.classifier, &mut self.hook) {
-                Step::Return => return out,
-                Step::Retry(delay) if delay.is_zero() => {}
-                Step::Retry(delay) => sleep(delay).await,
+            // The outcome goes out of scope before the sleep, so the future does not keep it
+            // alive across the await.
+            let delay = {
+                let out = call.attempt_async(op()).await;
+                match call.after(&out, &self.classifier, &mut self.hook) {
+                    Step::Return => return out,
+                    Step::Retry(delay) => delay,
+                }
+            };
+            if !delay.is_zero() {
+                sleep(delay).await;
             }
         }
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.
+    // A plain `fn` returning the inner future, not an `async fn` awaiting it: each `async fn`
+    // layer would keep its own copy of the arguments in the future.
     #[cfg(feature = "tokio")]
-    pub async fn call_async<T, E, F, Fut>(self, op: F) -> Result<T, E>
+    pub fn call_async<T, E, F, Fut>(self, op: F) -> impl Future<Output = Result<T, E>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         C: Classifier<E>,
         H: Hook<E>,
     {
-        self.call_async_with(op, clock::sleep).await
+        self.call_async_with(op, clock::tokio_sleep)
     }
 }
 
@@ -626,13 +634,14 @@ impl RetryPolicy {
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn call_async<T, E, F, Fut>(&self, op: F) -> Result<T, E>
+    pub fn call_async<T, E, F, Fut>(&self, op: F) -> impl Future<Output = Result<T, E>>
     where
         E: Classify,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        Retry::new(self).call_async(op).await
+        // Not an `async fn`, for the reason given on `Retry::call_async`.
+        Retry::new(self).call_async(op)
     }
 }
 
