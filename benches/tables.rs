@@ -259,9 +259,9 @@ fn sizes() {
         let strategy =
             tokio_retry2::strategy::FixedInterval::new(DELAY).take(ATTEMPTS as usize - 1);
         vec![
-            row::<N>("hand", size_of_val(&hand_async(|| Plain::<N>::new()))),
+            row::<N>("hand", size_of_val(&hand_async(Plain::<N>::new))),
             row::<N>("macro", macro_size),
-            row::<N>("fn", size_of_val(&POLICY.call_async(|| Plain::<N>::new()))),
+            row::<N>("fn", size_of_val(&POLICY.call_async(Plain::<N>::new))),
             row::<N>(
                 "backon",
                 size_of_val(
@@ -347,8 +347,7 @@ fn timing() {
         "runs: {}\n",
         runs.keys().cloned().collect::<Vec<_>>().join(", ")
     );
-    // group -> contender -> (per-run ns, per-run ratio to hand)
-    let mut cells: BTreeMap<String, BTreeMap<String, (Vec<f64>, Vec<f64>)>> = BTreeMap::new();
+    let mut cells: BTreeMap<String, BTreeMap<String, RunsOf>> = BTreeMap::new();
     for run in runs.values() {
         for (group, row) in run {
             let hand = row.get("hand").copied();
@@ -415,6 +414,9 @@ fn timing() {
         }
     }
 }
+
+/// One cell of the timing table: its median ns in each run, and its ratio to hand in each run.
+type RunsOf = (Vec<f64>, Vec<f64>);
 
 fn read_dirs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut dirs: Vec<_> = std::fs::read_dir(dir)

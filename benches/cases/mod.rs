@@ -504,12 +504,11 @@ pub fn poll_ready<F: Future>(fut: F) -> F::Output {
 /// tokio rounds a zero-length sleep up to its 1 ms timer tick, so a peer that sleeps for zero
 /// would measure the tick; paused, the runtime advances the clock instead of waiting.
 pub fn paused_runtime() -> tokio::runtime::Runtime {
-    let rt = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
-        .expect("a current-thread runtime builds");
-    rt
+        .expect("a current-thread runtime builds")
 }
 
 // ---------------------------------------------------------------------------------------------

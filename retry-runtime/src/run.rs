@@ -414,11 +414,21 @@ impl<'p> Call<'p> {
     }
 
     /// The wait before the next attempt, or why there is none.
+    #[inline]
     fn schedule(&mut self, retry_after: Option<Duration>) -> Next {
+        // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
+        // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
+        // wait: no random draw, no arithmetic, no out-of-line call.
+        if self.policy.base.is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
+            self.previous = Duration::ZERO;
+            return Next::Retry(Duration::ZERO);
+        }
+        self.schedule_slow(retry_after)
+    }
+
+    fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Next {
         let policy = self.policy;
         let jittered = if policy.base.is_zero() {
-            // Every shape and every jitter of a zero base is zero (decorrelated too: its
-            // previous sleep starts at `base`), so skip the random draw and the arithmetic.
             Duration::ZERO
         } else {
             let draw = if policy.jitter.needs_draw() {
