@@ -19,9 +19,13 @@ trap 'rm -rf "$tmp"' EXIT
 
 # --- 1. cold build of the macro crate against syn --------------------------------------------
 (cd "$repo" && CARGO_TARGET_DIR="$tmp/cold" cargo build -q -p retry-macros -j1 --timings 2>/dev/null)
-unit_secs() { # crate name -> seconds, from cargo's timing report
-  grep -o "{[^{}]*\"name\":\"$1\"[^{}]*}" "$tmp"/cold/cargo-timings/cargo-timing.html |
-    grep -o '"duration":[0-9.]*' | cut -d: -f2 | awk '{s += $1} END {printf "%.2f", s}'
+unit_secs() { # crate name -> seconds, summed over its units, from cargo's timing report
+  python3 - "$tmp/cold/cargo-timings/cargo-timing.html" "$1" <<'PY'
+import json, re, sys
+html = open(sys.argv[1]).read()
+units = json.loads(re.search(r"const UNIT_DATA = (\[.*?\n\]);", html, re.S).group(1))
+print("%.2f" % sum(u["duration"] for u in units if u["name"] == sys.argv[2]))
+PY
 }
 syn_s=$(unit_secs syn)
 pm2_s=$(unit_secs proc-macro2)
@@ -76,14 +80,14 @@ gen "$tmp/attr" attr
 gen "$tmp/plain" plain
 export CARGO_TARGET_DIR="$tmp/gen-target"
 median_secs() { # dir, cargo subcommand
-  (cd "$1" && cargo "$2" -q 2>/dev/null) # dependencies, once
+  (cd "$1" && cargo "$2" -q) >&2 # dependencies, once; fails loudly if the crate does not build
   for _ in $(seq 1 "$reps"); do
     touch "$1/src/lib.rs"
     local t0 t1
     t0=$(date +%s.%N)
-    (cd "$1" && cargo "$2" -q 2>/dev/null)
+    (cd "$1" && cargo "$2" -q) >&2 || exit 1
     t1=$(date +%s.%N)
-    echo "$t1 - $t0" | bc
+    printf '%.3f\n' "$(echo "$t1 - $t0" | bc)"
   done | sort -n | sed -n "$(((reps + 1) / 2))p"
 }
 check_attr=$(median_secs "$tmp/attr" check)
@@ -91,17 +95,18 @@ check_plain=$(median_secs "$tmp/plain" check)
 build_attr=$(median_secs "$tmp/attr" build)
 build_plain=$(median_secs "$tmp/plain" build)
 
-ratio() { echo "scale=2; $1 / $2" | bc; }
+ratio() { printf '%.2f' "$(echo "scale=4; $1 / $2" | bc)"; }
+diff() { printf '%.3f' "$(echo "$1 - $2" | bc)"; }
 cat <<EOF
 | what | seconds |
 | --- | ---: |
 | cold build, \`-j1\`, dev profile: syn 3 (features: $(grep -o 'features = \[[^]]*\]' "$repo/retry-macros/Cargo.toml" | head -1 | tr -d '"' | sed 's/features = //')) | $syn_s |
-| the same build: proc-macro2 + quote | $(echo "$pm2_s + $quote_s" | bc) |
+| the same build: proc-macro2 + quote | $(printf '%.2f' "$(echo "$pm2_s + $quote_s" | bc)") |
 | the same build: retry-macros | $macros_s ($(ratio "$macros_s" "$syn_s")× syn) |
 | \`cargo check\`, 200 fns with \`#[retryable]\` | $check_attr |
 | \`cargo check\`, the same 200 fns without it | $check_plain |
 | \`cargo build\` (dev), 200 fns with \`#[retryable]\` | $build_attr |
 | \`cargo build\` (dev), the same 200 fns without it | $build_plain |
 
-Expansion and type-checking cost of the attribute: $(echo "$check_attr - $check_plain" | bc) s per 200 functions in \`cargo check\` ($(ratio "$check_attr" "$check_plain")×), $(echo "$build_attr - $build_plain" | bc) s in \`cargo build\` ($(ratio "$build_attr" "$build_plain")×). Median of $reps rebuilds each, dependencies prebuilt.
+Expansion and type-checking cost of the attribute: $(diff "$check_attr" "$check_plain") s per 200 functions in \`cargo check\` ($(ratio "$check_attr" "$check_plain")×), $(diff "$build_attr" "$build_plain") s in \`cargo build\` ($(ratio "$build_attr" "$build_plain")×). Median of $reps rebuilds each, dependencies prebuilt.
 EOF

@@ -316,8 +316,8 @@ pub async fn macro_async_retry3_hook(fails: &Cell<u32>) -> Result<u64, BenchErro
 // BREAKER CASE: the `circuit = path` key is being built by another helper (`CircuitBreaker`).
 // When it lands, add `macro_{sync,async}_{success,retry3}_breaker` here with
 // `circuit = BENCH_BREAKER` (a `static CircuitBreaker` whose threshold the retry3 case never
-// reaches), the `fn` form with the builder's breaker setting, a `"breaker"` entry in `OPTIONS`
-// of overhead.rs and tables.rs, and rows in the allocation table.
+// reaches), `fn_{sync,async}_breaker` with the builder's breaker setting, and a `"_breaker"`
+// line in `for_each_case!` below; both bench binaries and every table pick it up from there.
 
 /// An async operation that is ready at once (it never returns `Pending`).
 #[inline]
