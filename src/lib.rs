@@ -26,7 +26,7 @@ pub mod __private {
     pub use retry_runtime::adaptive::Adapt;
     pub use retry_runtime::class::{Classify, ErrorClass, IntoRetryAfter};
     #[cfg(feature = "tokio")]
-    pub use retry_runtime::clock::sleep;
+    pub use retry_runtime::clock::{sleep, tokio_sleep};
     pub use retry_runtime::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
     pub use retry_runtime::run::Described;
     pub use retry_runtime::run::{

@@ -13,7 +13,10 @@ use std::time::Instant;
 #[derive(Debug)]
 pub(crate) struct CallCtx {
     attempt: Cell<u32>,
-    key: Cell<Option<u128>>,
+    /// The idempotency key as two halves, `[0, 0]` until a body asks for it. Not an
+    /// `Option<u128>`: that is 32 bytes aligned to 16, and this context lives inside every async
+    /// retryable future across its awaits (see benches/README.md, future sizes).
+    key: Cell<[u64; 2]>,
     /// The effective deadline: this call's own and the one inherited from an enclosing call,
     /// whichever comes first.
     pub(crate) deadline: Option<Instant>,
@@ -57,28 +60,35 @@ impl CallCtx {
     pub(crate) const fn new(deadline: Option<Instant>) -> Self {
         CallCtx {
             attempt: Cell::new(0),
-            key: Cell::new(None),
+            key: Cell::new([0, 0]),
             deadline,
         }
     }
 
+    #[inline]
     pub(crate) fn attempt(&self) -> u32 {
         self.attempt.get()
     }
 
+    #[inline]
     pub(crate) fn begin_attempt(&self) {
         self.attempt.set(self.attempt.get().saturating_add(1));
     }
 
     fn key(&self) -> IdempotencyKey {
-        match self.key.get() {
-            Some(k) => IdempotencyKey(k),
-            None => {
-                let k = rand::random::<u128>();
-                self.key.set(Some(k));
-                IdempotencyKey(k)
-            }
+        let [lo, hi] = self.key.get();
+        if lo != 0 || hi != 0 {
+            return IdempotencyKey(u128::from(hi) << 64 | u128::from(lo));
         }
+        // Zero marks "not drawn yet", so a zero draw (one chance in 2^128) is drawn again.
+        let k = loop {
+            let k = rand::random::<u128>();
+            if k != 0 {
+                break k;
+            }
+        };
+        self.key.set([k as u64, (k >> 64) as u64]);
+        IdempotencyKey(k)
     }
 
     /// Make this context the current one until the guard is dropped.

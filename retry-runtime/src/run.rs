@@ -389,23 +389,18 @@ impl std::fmt::Debug for Adaptive<'_> {
 impl<'p> Call<'p> {
     /// Start a call. `needs_clock` asks for the start time to be read even without a deadline
     /// (for `Failure::elapsed`).
-    #[inline]
+    // Always inlined, so that with a `const` policy and no hook the clock branch folds away
+    // and the success path is a thread-local read and a few stores; the clock work itself
+    // stays out of line in `clocked`.
+    #[inline(always)]
     pub fn new(policy: &'p RetryPolicy, needs_clock: bool) -> Self {
         let inherited = context::inherited();
-        let start = if needs_clock || policy.deadline.is_some() || observe::wants_clock() {
-            Some(clock::now())
-        } else {
-            None
-        };
-        let own = match (policy.deadline, start) {
-            // A deadline too far away to represent is no deadline.
-            (Some(budget), Some(start)) => start.checked_add(budget),
-            _ => None,
-        };
-        let deadline = match (own, inherited.deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let (start, deadline) =
+            if needs_clock || policy.deadline.is_some() || observe::wants_clock() {
+                Self::clocked(policy, inherited.deadline)
+            } else {
+                (None, inherited.deadline)
+            };
         let single = inherited.inside_attempt && policy.nested == Nested::Once;
         let max_attempts = if single { 1 } else { policy.attempts.max(1) };
         Call {
@@ -477,6 +472,23 @@ impl<'p> Call<'p> {
             let ended = clock::now();
             source.record(failed, ended.saturating_duration_since(started), ended);
         }
+    }
+
+    /// The start time, and the effective deadline: this call's own or the inherited one,
+    /// whichever comes first.
+    #[inline(never)]
+    fn clocked(
+        policy: &RetryPolicy,
+        inherited: Option<Instant>,
+    ) -> (Option<Instant>, Option<Instant>) {
+        let start = clock::now();
+        // A deadline too far away to represent is no deadline.
+        let own = policy.deadline.and_then(|budget| start.checked_add(budget));
+        let deadline = match (own, inherited) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (Some(start), deadline)
     }
 
     /// The number of attempts started so far.
@@ -595,14 +607,30 @@ impl<'p> Call<'p> {
     }
 
     /// The wait before the next attempt, or why there is none.
+    #[inline]
     fn schedule(&mut self, retry_after: Option<Duration>) -> Next {
+        // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
+        // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
+        // wait: no random draw, no arithmetic, no out-of-line call.
+        if self.policy().base.is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
+            self.previous = Duration::ZERO;
+            return Next::Retry(Duration::ZERO);
+        }
+        self.schedule_slow(retry_after)
+    }
+
+    fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Next {
         let policy = *self.policy();
-        let draw = if policy.jitter.needs_draw() {
-            rng::draw()
+        let jittered = if policy.base.is_zero() {
+            Duration::ZERO
         } else {
-            0
+            let draw = if policy.jitter.needs_draw() {
+                rng::draw()
+            } else {
+                0
+            };
+            policy.jittered_delay(self.attempt(), self.previous, draw)
         };
-        let jittered = policy.jittered_delay(self.attempt(), self.previous, draw);
         let wait = match retry_after {
             Some(hint) if hint > policy.max_delay => {
                 return Next::Stop(StopReason::RetryAfterTooLong);
@@ -943,24 +971,32 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
         let mut call = self.begin(H::ACTIVE)?;
         let timeout = self.protect.timeout.slot();
         loop {
-            let out = match timeout {
-                None => call.attempt_async(op()).await,
-                Some((limit, timed_out)) => {
-                    let result = call.attempt_async(timed(op(), sleep(limit), limit)).await;
-                    call.settle_timed(result, |t| Err(timed_out(t)))
+            // The outcome goes out of scope before the sleep, so the future does not keep it
+            // alive across the await.
+            let delay = {
+                let out = match timeout {
+                    None => call.attempt_async(op()).await,
+                    Some((limit, timed_out)) => {
+                        let result = call.attempt_async(timed(op(), sleep(limit), limit)).await;
+                        call.settle_timed(result, |t| Err(timed_out(t)))
+                    }
+                };
+                match call.after(&out, &self.classifier, &mut self.hook) {
+                    Step::Return => return out,
+                    Step::Retry(delay) => delay,
                 }
             };
-            match call.after(&out, &self.classifier, &mut self.hook) {
-                Step::Return => return out,
-                Step::Retry(delay) if delay.is_zero() => {}
-                Step::Retry(delay) => sleep(delay).await,
+            if !delay.is_zero() {
+                sleep(delay).await;
             }
         }
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.
+    // A plain `fn` returning the inner future, not an `async fn` awaiting it: each `async fn`
+    // layer would keep its own copy of the arguments in the future.
     #[cfg(feature = "tokio")]
-    pub async fn call_async<R, E, F, Fut>(self, op: F) -> Result<R, E>
+    pub fn call_async<R, E, F, Fut>(self, op: F) -> impl Future<Output = Result<R, E>>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<R, E>>,
@@ -969,7 +1005,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
         K: CircuitSlot<'p, E>,
         T: TimeoutSlot<E>,
     {
-        self.call_async_with(op, clock::sleep).await
+        self.call_async_with(op, clock::tokio_sleep)
     }
 }
 
@@ -1017,13 +1053,14 @@ impl RetryPolicy {
     /// # }
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn call_async<T, E, F, Fut>(&self, op: F) -> Result<T, E>
+    pub fn call_async<T, E, F, Fut>(&self, op: F) -> impl Future<Output = Result<T, E>>
     where
         E: Classify,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        Retry::new(self).call_async(op).await
+        // Not an `async fn`, for the reason given on `Retry::call_async`.
+        Retry::new(self).call_async(op)
     }
 }
 

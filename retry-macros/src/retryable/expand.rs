@@ -175,7 +175,11 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
                 let path = &s.value;
                 quote!(if !#delay.is_zero() { #path(#delay).await })
             }
-            None => quote!(#krate::__private::sleep(#delay).await),
+            // tokio's `Sleep` awaited directly, not through an `async fn` wrapper, so the
+            // wrapper's state does not add to the size of every retryable future.
+            None => {
+                quote!(if !#delay.is_zero() { #krate::__private::tokio_sleep(#delay).await })
+            }
         }
     } else {
         quote!(#call.sleep(#delay))
@@ -193,11 +197,16 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
             #timed_setup
             #admit
             loop {
-                let #out = #attempt;
-                match #after_call {
-                    #krate::__private::Step::Return => return #out,
-                    #krate::__private::Step::Retry(#delay) => #sleep,
-                }
+                // The outcome goes out of scope before the sleep, so an async future does
+                // not keep it (an error, possibly large) alive across the await.
+                let #delay = {
+                    let #out = #attempt;
+                    match #after_call {
+                        #krate::__private::Step::Return => return #out,
+                        #krate::__private::Step::Retry(#delay) => #delay,
+                    }
+                };
+                #sleep
             }
         }
     }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Instructions per call of each case, counted by callgrind: repeatable on a busy machine, where
+# wall-clock medians are not. Each case runs twice in the `tables` bench binary, with 1 000 and
+# 11 000 calls; the difference over 10 000 is the cost of one call, start-up excluded.
+#
+#   bash benches/instructions.sh                 # every case
+#   bash benches/instructions.sh sync_success    # the cases whose name contains this
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
+cargo bench --bench tables --no-run 2>/dev/null
+bin=$(cargo bench --bench tables --no-run --message-format=json 2>/dev/null |
+  grep -o '"executable":"[^"]*tables[^"]*"' | tail -1 | cut -d'"' -f4)
+count() { # case iters -> instructions
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" --only "$1" --iters "$2" 2>&1 |
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+printf '| case | instructions per call |\n| --- | ---: |\n'
+for group in sync_success async_success sync_retry3 async_retry3; do
+  for option in "" _deadline _hook; do
+    for contender in hand macro fn backon tokio-retry2 retry backoff; do
+      name="$group$option/$contender"
+      [[ -n "${1:-}" && "$name" != *"$1"* ]] && continue
+      # Cases that do not exist (peers in option groups, sync-only or async-only crates) fail.
+      a=$(count "$name" 1000 2>/dev/null) || continue
+      [[ -z "$a" ]] && continue
+      b=$(count "$name" 11000)
+      printf '| %s | %s |\n' "$name" "$(( (b - a) / 10000 ))"
+    done
+  done
+done

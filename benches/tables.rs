@@ -1,0 +1,465 @@
+//! The tables of benches/README.md, from the same cases as `overhead.rs`:
+//!
+//! 1. allocations per call of every contender in every case, counted by a global allocator;
+//! 2. `size_of_val` of each async retry future over the future it retries, with a 16 B and a
+//!    1 KiB inner future;
+//! 3. the medians and ratios to the hand loop of the timing runs saved by `run.sh` (criterion
+//!    baselines named `run*`), with the targets checked.
+//!
+//! `--only GROUP/CONTENDER --iters N` instead runs that one case N times and prints nothing, for
+//! counting instructions under callgrind (`benches/instructions.sh`).
+
+#[macro_use]
+mod cases;
+
+use cases::*;
+use retry_kit::retryable;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::hint::black_box;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+
+/// Counts every allocation (and reallocation) made by the process.
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded as received.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded as received.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded as received.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded as received.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The column order of every table.
+const CONTENDERS: [&str; 7] = [
+    "hand",
+    "macro",
+    "fn",
+    "backon",
+    "tokio-retry2",
+    "retry",
+    "backoff",
+];
+
+/// Calls per case when counting allocations.
+const CALLS: u64 = 1000;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rt = paused_runtime();
+    let _in_runtime = rt.enter();
+
+    if let Some(i) = args.iter().position(|a| a == "--only") {
+        let only = args.get(i + 1).expect("--only GROUP/CONTENDER");
+        let iters: u64 = args
+            .iter()
+            .position(|a| a == "--iters")
+            .and_then(|j| args.get(j + 1))
+            .map(|n| n.parse().expect("--iters N"))
+            .unwrap_or(1);
+        let mut found = false;
+        macro_rules! only {
+            ($group:expr, $name:literal, sync($f:expr)) => {
+                if *only == format!("{}/{}", $group, $name) {
+                    found = true;
+                    let f = $f;
+                    for _ in 0..iters {
+                        black_box(f());
+                    }
+                }
+            };
+            ($group:expr, $name:literal, async($f:expr)) => {
+                if *only == format!("{}/{}", $group, $name) {
+                    found = true;
+                    let f = $f;
+                    for _ in 0..iters {
+                        black_box(f(&rt));
+                    }
+                }
+            };
+        }
+        for_each_case!(only);
+        assert!(found, "no case named {only}");
+        return;
+    }
+
+    // Allocations per call; each case's result is checked on the way.
+    let mut allocs: BTreeMap<String, BTreeMap<&str, f64>> = BTreeMap::new();
+    macro_rules! count {
+        ($group:expr, $name:literal, sync($f:expr)) => {{
+            let f = $f;
+            count_case(&mut allocs, $group, $name, || f());
+        }};
+        ($group:expr, $name:literal, async($f:expr)) => {{
+            let f = $f;
+            count_case(&mut allocs, $group, $name, || f(&rt));
+        }};
+    }
+    for_each_case!(count);
+    println!("## Allocations per call ({CALLS} calls per case, after 3 warm-up calls)\n");
+    print_table(&allocs, |v| format!("{v}"));
+
+    println!("\n## Async future size over the inner future (bytes)\n");
+    sizes();
+
+    println!("\n## Timing: median ns per call (ratio to hand in the same run)\n");
+    timing();
+}
+
+fn count_case(
+    table: &mut BTreeMap<String, BTreeMap<&'static str, f64>>,
+    group: &str,
+    name: &'static str,
+    f: impl Fn() -> u64,
+) {
+    let expected = if group.contains("success") { 1 } else { 7 };
+    assert_eq!(f(), expected, "{group}/{name} returned a wrong value");
+    for _ in 0..2 {
+        black_box(f());
+    }
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..CALLS {
+        black_box(f());
+    }
+    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    table
+        .entry(group.to_string())
+        .or_default()
+        .insert(name, (after - before) as f64 / CALLS as f64);
+}
+
+/// Rows in case order (main cases first, then each option), columns in contender order.
+fn print_table(table: &BTreeMap<String, BTreeMap<&str, f64>>, cell: impl Fn(f64) -> String) {
+    let used: Vec<&str> = CONTENDERS
+        .iter()
+        .copied()
+        .filter(|c| table.values().any(|row| row.contains_key(c)))
+        .collect();
+    println!("| case | {} |", used.join(" | "));
+    println!("| --- |{}", " ---: |".repeat(used.len()));
+    for group in ordered_groups(table.keys()) {
+        let row = &table[&group];
+        let cells: Vec<String> = used
+            .iter()
+            .map(|c| row.get(c).map_or("—".to_string(), |v| cell(*v)))
+            .collect();
+        println!("| {group} | {} |", cells.join(" | "));
+    }
+}
+
+fn ordered_groups<'a>(groups: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let rank = |g: &str| {
+        let option = ["_deadline", "_hook", "_breaker"]
+            .iter()
+            .position(|s| g.ends_with(s))
+            .map_or(0, |p| p + 1);
+        let base = [
+            "sync_success",
+            "async_success",
+            "sync_retry3",
+            "async_retry3",
+        ]
+        .iter()
+        .position(|b| g.starts_with(b))
+        .unwrap_or(9);
+        (option, base)
+    };
+    let mut groups: Vec<String> = groups.cloned().collect();
+    groups.sort_by_key(|g| rank(g));
+    groups
+}
+
+// ---------------------------------------------------------------------------------------------
+// Future sizes.
+
+/// A future of exactly `N` bytes that is ready at once with `Ok`, in whichever result type the
+/// crate under test wants from its operation.
+struct Inner<const N: usize, O> {
+    data: [u8; N],
+    out: PhantomData<fn() -> O>,
+}
+
+impl<const N: usize, O> Inner<N, O> {
+    fn new() -> Self {
+        Inner {
+            data: [1; N],
+            out: PhantomData,
+        }
+    }
+}
+
+trait Ok64 {
+    fn ok(v: u64) -> Self;
+}
+impl Ok64 for Result<u64, BenchError> {
+    fn ok(v: u64) -> Self {
+        Ok(v)
+    }
+}
+impl Ok64 for Result<u64, tokio_retry2::RetryError<BenchError>> {
+    fn ok(v: u64) -> Self {
+        Ok(v)
+    }
+}
+impl Ok64 for Result<u64, backoff::Error<BenchError>> {
+    fn ok(v: u64) -> Self {
+        Ok(v)
+    }
+}
+
+impl<const N: usize, O: Ok64> Future for Inner<N, O> {
+    type Output = O;
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<O> {
+        Poll::Ready(O::ok(u64::from(self.data[N - 1])))
+    }
+}
+
+type Plain<const N: usize> = Inner<N, Result<u64, BenchError>>;
+
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none")]
+async fn macro_inner_16() -> Result<u64, BenchError> {
+    Plain::<16>::new().await
+}
+
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none")]
+async fn macro_inner_1k() -> Result<u64, BenchError> {
+    Plain::<1024>::new().await
+}
+
+fn sizes() {
+    fn row<const N: usize>(name: &str, size: usize) -> (String, usize, usize) {
+        (name.to_string(), size, size - N)
+    }
+    fn all<const N: usize>(macro_size: usize) -> Vec<(String, usize, usize)> {
+        use backon::Retryable;
+        let strategy =
+            tokio_retry2::strategy::FixedInterval::new(DELAY).take(ATTEMPTS as usize - 1);
+        vec![
+            row::<N>("hand", size_of_val(&hand_async(Plain::<N>::new))),
+            row::<N>("macro", macro_size),
+            row::<N>("fn", size_of_val(&POLICY.call_async(Plain::<N>::new))),
+            row::<N>(
+                "backon",
+                size_of_val(
+                    &(|| Plain::<N>::new())
+                        .retry(backon_policy())
+                        .sleep(backon::TokioSleeper)
+                        .when(transient),
+                ),
+            ),
+            row::<N>(
+                "tokio-retry2",
+                size_of_val(&tokio_retry2::Retry::spawn(strategy, || {
+                    Inner::<N, Result<u64, tokio_retry2::RetryError<BenchError>>>::new()
+                })),
+            ),
+            row::<N>(
+                "backoff",
+                size_of_val(&backoff::future::retry(backoff_policy(), || {
+                    Inner::<N, Result<u64, backoff::Error<BenchError>>>::new()
+                })),
+            ),
+        ]
+    }
+    let small = all::<16>(size_of_val(&macro_inner_16()));
+    let large = all::<1024>(size_of_val(&macro_inner_1k()));
+    let hand = (small[0].2, large[0].2);
+    println!(
+        "| future | size, 16 B inner | overhead | size, 1 KiB inner | overhead | overhead − hand's |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    for (s, l) in small.iter().zip(&large) {
+        println!(
+            "| {} | {} | {} | {} | {} | {:+} / {:+} |",
+            s.0,
+            s.1,
+            s.2,
+            l.1,
+            l.2,
+            s.2 as i64 - hand.0 as i64,
+            l.2 as i64 - hand.1 as i64,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing summary from the criterion baselines `run.sh` saved.
+
+/// `target/criterion/GROUP/CONTENDER/BASELINE/estimates.json` → median point estimate in ns.
+fn timing() {
+    let root = std::path::PathBuf::from(
+        std::env::var("CRITERION_HOME").unwrap_or_else(|_| "target/criterion".to_string()),
+    );
+    // run -> group -> contender -> median ns
+    let mut runs: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>> = BTreeMap::new();
+    for group in read_dirs(&root) {
+        for contender in read_dirs(&group) {
+            for baseline in read_dirs(&contender) {
+                let run = file_name(&baseline);
+                if !run.starts_with("run") {
+                    continue;
+                }
+                let Ok(json) = std::fs::read_to_string(baseline.join("estimates.json")) else {
+                    continue;
+                };
+                if let Some(median) = median_of(&json) {
+                    runs.entry(run)
+                        .or_default()
+                        .entry(file_name(&group))
+                        .or_default()
+                        .insert(file_name(&contender), median);
+                }
+            }
+        }
+    }
+    if runs.is_empty() {
+        println!(
+            "(no saved runs under {}: `bash benches/run.sh` makes them)",
+            root.display()
+        );
+        return;
+    }
+    println!(
+        "runs: {}\n",
+        runs.keys().cloned().collect::<Vec<_>>().join(", ")
+    );
+    let mut cells: BTreeMap<String, BTreeMap<String, RunsOf>> = BTreeMap::new();
+    for run in runs.values() {
+        for (group, row) in run {
+            let hand = row.get("hand").copied();
+            for (contender, ns) in row {
+                let cell = cells
+                    .entry(group.clone())
+                    .or_default()
+                    .entry(contender.clone())
+                    .or_default();
+                cell.0.push(*ns);
+                if let Some(hand) = hand {
+                    cell.1.push(ns / hand);
+                }
+            }
+        }
+    }
+    let used: Vec<&str> = CONTENDERS
+        .iter()
+        .copied()
+        .filter(|c| cells.values().any(|row| row.contains_key(*c)))
+        .collect();
+    println!("| case | {} |", used.join(" | "));
+    println!("| --- |{}", " ---: |".repeat(used.len()));
+    for group in ordered_groups(cells.keys()) {
+        let row = &cells[&group];
+        let line: Vec<String> = used
+            .iter()
+            .map(|c| match row.get(*c) {
+                None => "—".to_string(),
+                Some((ns, ratios)) => {
+                    format!("{} ({:.2}×)", fmt_ns(median(ns)), median(ratios))
+                }
+            })
+            .collect();
+        println!("| {group} | {} |", line.join(" | "));
+    }
+
+    println!("\nPer-run ratios to hand (macro, fn):\n");
+    for group in ordered_groups(cells.keys()) {
+        let row = &cells[&group];
+        let show = |c: &str| {
+            row.get(c).map_or(String::new(), |(_, r)| {
+                r.iter()
+                    .map(|x| format!("{x:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+        };
+        println!("- {group}: macro {} | fn {}", show("macro"), show("fn"));
+    }
+
+    println!("\nTargets (median ratio to hand):\n");
+    for (group, target) in [
+        ("sync_success", 1.05),
+        ("async_success", 1.10),
+        ("sync_retry3", 1.5),
+    ] {
+        for contender in ["macro", "fn"] {
+            if let Some((_, ratios)) = cells.get(group).and_then(|row| row.get(contender)) {
+                let r = median(ratios);
+                let verdict = if r <= target { "met" } else { "MISSED" };
+                println!("- {group} {contender}: {r:.2}× (target ≤ {target}×) {verdict}");
+            }
+        }
+    }
+}
+
+/// One cell of the timing table: its median ns in each run, and its ratio to hand in each run.
+type RunsOf = (Vec<f64>, Vec<f64>);
+
+fn read_dirs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The `median.point_estimate` of criterion's `estimates.json`.
+fn median_of(json: &str) -> Option<f64> {
+    let rest = &json[json.find("\"median\"")?..];
+    let rest = &rest[rest.find("\"point_estimate\":")? + "\"point_estimate\":".len()..];
+    let end = rest.find([',', '}'])?;
+    rest[..end].trim().parse().ok()
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1000.0 {
+        format!("{:.2} µs", ns / 1000.0)
+    } else {
+        format!("{ns:.1} ns")
+    }
+}
