@@ -9,6 +9,8 @@
 mod ast;
 mod attr;
 mod expand;
+#[cfg(test)]
+mod robustness;
 mod valid;
 
 use proc_macro2::TokenStream;
