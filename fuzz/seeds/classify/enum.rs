@@ -1,0 +1,1 @@
+#[classify(default = transient)] enum E<T> { #[classify(delegate)] A(T), B { #[classify(retry_after)] wait: Option<Duration> }, #[classify(with = Self::class_of)] C, #[classify(permanent)] D }

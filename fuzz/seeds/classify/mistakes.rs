@@ -1,0 +1,1 @@
+#[classify(transient, permanent, transient = 18446744073709551616)] struct S { #[classify(retry_after, default = "x")] a: u64 }

@@ -1,0 +1,1 @@
+#[classify(crate = ::facade::retry_kit, idempotent_only)] struct S(#[classify(retry_after)] core::time::Duration);

@@ -1,0 +1,1 @@
+#[classify(crate = ::x)] union U { #[classify(retry_after)] a: u8 }

@@ -1,0 +1,2 @@
+attempts = 5, backoff = "exponential", base = "1.5s", multiplier = 1000.0, max_delay = "18446744073709551615s", jitter = "decorrelated", idempotent, deadline = "0ms"
+async fn f(&mut self, x: u8) -> Result<u8, E> { Ok(x) }

@@ -1,0 +1,2 @@
+attempts = 0, base = "1.0000000001s", policy = P, circuit = C, budget = B, adaptive = A, nested = "once", on_failure = log, sleep = s, crate = ::k, classify = c, retry_after = r, attempt_timeout = "5µs"
+fn f() -> Result<(), E> { Ok(()) }

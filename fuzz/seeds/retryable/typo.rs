@@ -1,0 +1,2 @@
+atempts = 3
+const fn f() {}
