@@ -156,6 +156,7 @@ const FIELD_TYPES: &[&str] = &[
     "T",
     "Option<T>",
     "&'a str",
+    "dyn Send + Sync",
 ];
 
 /// A field list of 0..3 fields: unit, tuple or named, each field with its own attributes.
@@ -329,4 +330,19 @@ fn the_generator_reaches_valid_inputs_and_every_kind_of_mistake() {
                     #[classify(a::b = ::x, é)] V4 }";
     assert!(check(mistakes).unwrap() >= Some(8));
     assert!(check("#[classify(crate = ::x)] union U { a: u8 }").unwrap() >= Some(1));
+}
+
+/// Found by the `classify` fuzz target: a `retry_after` field whose type is a list of bounds
+/// was written after a `&` unparenthesised, so the emitted impl did not parse (`expected >`)
+/// and buried the real diagnostics under a syntax error in generated code.
+#[test]
+fn a_retry_after_field_typed_as_a_list_of_bounds_still_gives_a_parsable_impl() {
+    for ty in ["u32 +", "dyn Send + Sync", "dyn Send +", "impl Send + Sync"] {
+        let input =
+            format!("#[classify(transient)] struct S {{ #[classify(retry_after)] a: {ty} }}");
+        assert!(check(&input).unwrap().is_some(), "{input}");
+        let input =
+            format!("enum E<T> {{ #[classify(permanent)] V(#[classify(retry_after)] {ty}, T) }}");
+        assert!(check(&input).unwrap().is_some(), "{input}");
+    }
 }
