@@ -159,6 +159,7 @@ impl Context<'_> {
             // The `&` takes the field type's span so that a wrong type is reported there.
             let bound = quote!(#krate::__private::IntoRetryAfter);
             let amp = quote_spanned!(ty.span()=> &);
+            let ty = behind_reference(ty);
             if mentions(ty.to_token_stream(), self.params) {
                 let lifetime = syn::Lifetime::new("'__classify", Span::mixed_site());
                 self.bounds
@@ -228,6 +229,22 @@ fn pattern_path(variant: &Variant<'_>) -> TokenStream {
     match variant.variant {
         Some(ident) => quote!(Self::#ident),
         None => quote!(Self),
+    }
+}
+
+/// `ty` as it can follow a `&`: a list of bounds (`dyn A + B`, or a malformed `u32 +` that
+/// rustc reports on its own) needs parentheses there, or the `+` is ambiguous and the impl
+/// does not parse. Other types are written as they are, so no `unused_parens` lint fires.
+fn behind_reference(ty: &Type) -> TokenStream {
+    let bounds = match ty {
+        Type::TraitObject(t) => &t.bounds,
+        Type::ImplTrait(t) => &t.bounds,
+        _ => return ty.to_token_stream(),
+    };
+    if bounds.len() > 1 || bounds.trailing_punct() {
+        quote_spanned!(ty.span()=> (#ty))
+    } else {
+        ty.to_token_stream()
     }
 }
 

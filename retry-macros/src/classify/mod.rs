@@ -9,6 +9,8 @@
 mod ast;
 mod attr;
 mod expand;
+#[cfg(test)]
+mod robustness;
 mod valid;
 
 use crate::errors::Errors;
