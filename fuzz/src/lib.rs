@@ -10,6 +10,8 @@
 
 #[path = "../../retry-macros/src/classify/mod.rs"]
 mod classify;
+#[path = "../../retry-macros/src/errors.rs"]
+mod errors;
 #[path = "../../retry-macros/src/retryable/mod.rs"]
 mod retryable;
 
