@@ -114,7 +114,7 @@ const TAGS: &[&str] = &[
 ];
 
 /// Every key the attribute knows, wherever it belongs.
-const ALL: &[&str] = &[
+pub(super) const ALL: &[&str] = &[
     "transient",
     "permanent",
     "idempotent_only",

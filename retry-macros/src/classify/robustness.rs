@@ -12,26 +12,22 @@ use proptest::prelude::*;
 use std::str::FromStr;
 
 /// Every tag the derive knows, near misses, and keys no single-ident rule accepts.
-const TAGS: &[&str] = &[
-    "transient",
-    "permanent",
-    "idempotent_only",
-    "delegate",
-    "with",
-    "default",
-    "crate",
-    "retry_after",
-    "transiant",
-    "idempotent",
-    "retry",
-    "self",
-    "r#type",
-    "a::b",
-    "::x",
-    "with::x",
-    "é",
-    "日本",
-];
+fn tags() -> Vec<&'static str> {
+    let mut tags = KNOWN.to_vec();
+    tags.extend([
+        "transiant",
+        "idempotent",
+        "retry",
+        "self",
+        "r#type",
+        "a::b",
+        "::x",
+        "with::x",
+        "é",
+        "日本",
+    ]);
+    tags
+}
 
 const VALUES: &[&str] = &[
     "transient",
@@ -84,16 +80,7 @@ const AFTER: &[&str] = &[
 ];
 
 /// Keys the derive accepts somewhere; any other key is a mistake wherever it is written.
-const KNOWN: &[&str] = &[
-    "transient",
-    "permanent",
-    "idempotent_only",
-    "delegate",
-    "with",
-    "default",
-    "crate",
-    "retry_after",
-];
+use super::attr::ALL as KNOWN;
 
 /// Generated source text, and whether it certainly holds a mistake (a key no place accepts,
 /// or a union). Other mistakes (misplaced, duplicate, conflicting tags, bad values) are
@@ -121,7 +108,7 @@ impl Text {
 /// nested list, or bare, followed by whatever `AFTER` gives.
 fn attribute() -> impl Strategy<Value = Text> {
     let entry = (
-        prop::sample::select(TAGS),
+        prop::sample::select(tags()),
         prop::option::weighted(0.4, prop::sample::select(VALUES)),
         prop::sample::select(AFTER),
     )
