@@ -1,0 +1,61 @@
+//! The public names the SPEC promises, reachable from the crate root with the promised traits
+//! and `const` constructors. A rename or a lost derive fails to compile here.
+
+use retry_kit::testing::{record_sleeps, seed_jitter};
+use retry_kit::{
+    Attempt, CircuitBreaker, CircuitOpen, CircuitState, Classify, ErrorClass, Failure, Jitter,
+    Next, RetryBudget, RetryPolicy, StopReason, TimedOut, current_attempt, retryable,
+};
+use std::fmt::{Debug, Display};
+use std::hash::Hash;
+use std::time::Duration;
+
+fn copy_eq_debug<T: Copy + Eq + Debug>() {}
+fn hashable<T: Hash>() {}
+fn error_like<T: Clone + Debug + Display + std::error::Error>() {}
+
+static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10))
+    .success_threshold(2)
+    .half_open_max(1);
+static BUDGET: RetryBudget = RetryBudget::new(10, 0.1);
+const POLICY: RetryPolicy = RetryPolicy::new().attempts(2).jitter(Jitter::Equal);
+
+#[derive(Debug, Classify)]
+#[classify(transient)]
+struct Busy;
+
+#[retryable(attempts = 2, base = "0ms", circuit = BREAKER, budget = BUDGET)]
+fn guarded() -> Result<Option<Attempt>, Busy> {
+    Ok(current_attempt())
+}
+
+impl From<CircuitOpen> for Busy {
+    fn from(_: CircuitOpen) -> Self {
+        Busy
+    }
+}
+
+#[test]
+fn public_names_have_the_promised_traits_and_const_constructors() {
+    copy_eq_debug::<ErrorClass>();
+    copy_eq_debug::<CircuitState>();
+    copy_eq_debug::<StopReason>();
+    copy_eq_debug::<Next>();
+    hashable::<ErrorClass>();
+    hashable::<StopReason>();
+    error_like::<TimedOut>();
+    error_like::<CircuitOpen>();
+    let _: fn(&Failure<'_, Busy>) -> u32 = |f| f.attempt;
+
+    let attempt = guarded().unwrap().expect("inside an attempt");
+    assert_eq!(attempt.number(), 1);
+    let key = attempt.idempotency_key();
+    assert_eq!(key, key);
+    assert_eq!(key.to_string().len(), 32);
+    assert_eq!(BREAKER.state(), CircuitState::Closed);
+    assert_eq!(POLICY.max_attempts(), 2);
+
+    seed_jitter(1);
+    let ((), slept) = record_sleeps(|| ());
+    assert!(slept.is_empty());
+}
