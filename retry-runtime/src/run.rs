@@ -610,6 +610,7 @@ impl<'p, X: Extras<'p>> Call<'p, X> {
     }
 
     /// A stop decided by the class and the attempt count alone.
+    #[inline]
     fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
         match class {
             ErrorClass::Permanent => return Some(StopReason::Permanent),
@@ -640,6 +641,9 @@ impl<'p, X: Extras<'p>> Call<'p, X> {
         self.schedule_slow(retry_after)
     }
 
+    // Out of line, so that `schedule` stays small enough to inline into `failed`: a zero wait
+    // then costs a few compares and no call.
+    #[inline(never)]
     fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Next {
         let policy = *self.policy();
         let jittered = if policy.base.is_zero() {
@@ -967,6 +971,9 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
     }
 
     /// Run `op` until it succeeds or the policy stops; return its last result.
+    // Inlined, with the `Full` loop out of line: for a builder made where it is called the
+    // choice folds away and what remains is the same code `#[retryable]` expands to.
+    #[inline]
     pub fn call<R, E>(mut self, mut op: impl FnMut() -> Result<R, E>) -> Result<R, E>
     where
         C: Classifier<E>,
@@ -980,9 +987,19 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
             let call = self.begin_lean(H::ACTIVE);
             self.run_sync(call, &mut op)
         } else {
-            let call = self.begin_full(H::ACTIVE)?;
-            self.run_sync(call, &mut op)
+            self.call_full(op)
         }
+    }
+
+    #[inline(never)]
+    fn call_full<R, E>(mut self, mut op: impl FnMut() -> Result<R, E>) -> Result<R, E>
+    where
+        C: Classifier<E>,
+        H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+    {
+        let call = self.begin_full(H::ACTIVE)?;
+        self.run_sync(call, &mut op)
     }
 
     #[inline(always)]
@@ -1097,6 +1114,7 @@ impl RetryPolicy {
     /// assert_eq!(result.unwrap(), 42);
     /// assert_eq!(slept.len(), 2);
     /// ```
+    #[inline]
     pub fn call<T, E: Classify>(&self, op: impl FnMut() -> Result<T, E>) -> Result<T, E> {
         Retry::new(self).call(op)
     }
