@@ -479,6 +479,12 @@ impl<'p, X: Extras<'p>> Call<'p, X> {
     /// The same call carrying [`Full`] state (unchanged if it already does).
     #[inline]
     fn into_full(self) -> Call<'p, Full<'p>> {
+        self.map_extra(X::into_full)
+    }
+
+    /// The same call with its extra state converted by `f`.
+    #[inline]
+    fn map_extra<Y>(self, f: impl FnOnce(X) -> Y) -> Call<'p, Y> {
         Call {
             policy: self.policy,
             ctx: self.ctx,
@@ -489,7 +495,7 @@ impl<'p, X: Extras<'p>> Call<'p, X> {
             timed_out: self.timed_out,
             #[cfg(feature = "tracing")]
             name: self.name,
-            extra: self.extra.into_full(),
+            extra: f(self.extra),
         }
     }
 
@@ -1039,9 +1045,6 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
         T: TimeoutSlot<E>,
     {
         let timeout = self.protect.timeout.slot();
-        // The loop, written out once for each kind of engine (see `call`). A macro rather than
-        // an `async fn` taking the engine: that would keep a second copy of the arguments in
-        // the future. The two engines are never live at once, so they share storage.
         macro_rules! drive {
             ($call:ident) => {
                 loop {
@@ -1067,13 +1070,15 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
                 }
             };
         }
-        if self.is_lean::<E>() {
-            let mut call = self.begin_lean(H::ACTIVE);
-            drive!(call)
+        // One engine for both cases, its extra state `None` without adaptive policy or
+        // protection: a local of each kind would both be kept in the future (each lives across
+        // two awaits), where this is the size of the larger one.
+        let mut call: Call<'p, Option<Full<'p>>> = if self.is_lean::<E>() {
+            self.begin_lean(H::ACTIVE).map_extra(|_| None)
         } else {
-            let mut call = self.begin_full(H::ACTIVE)?;
-            drive!(call)
-        }
+            self.begin_full(H::ACTIVE)?.map_extra(Some)
+        };
+        drive!(call)
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.

@@ -125,6 +125,51 @@ impl<'p> Extras<'p> for Full<'p> {
     }
 }
 
+/// [`Full`] state or none, decided when the call starts: what the async loop of
+/// [`Retry`](super::Retry) runs on, so that its future holds one engine, not one of each kind.
+impl<'p> Extras<'p> for Option<Full<'p>> {
+    #[inline]
+    fn into_full(self) -> Full<'p> {
+        self.unwrap_or_else(|| Lean.into_full())
+    }
+    #[inline]
+    fn tuned(&self) -> Option<&RetryPolicy> {
+        self.as_ref().and_then(Full::tuned)
+    }
+    #[inline]
+    fn begin_attempt(&mut self) {
+        if let Some(full) = self {
+            full.begin_attempt();
+        }
+    }
+    #[inline]
+    fn succeeded(&mut self) {
+        if let Some(full) = self {
+            full.succeeded();
+        }
+    }
+    #[inline]
+    fn failed(&mut self, class: ErrorClass) {
+        if let Some(full) = self {
+            full.failed(class);
+        }
+    }
+    #[inline]
+    fn admit_retry(&mut self, next: Next) -> Next {
+        match self {
+            Some(full) => full.admit_retry(next),
+            None => next,
+        }
+    }
+    #[inline]
+    fn admit(&mut self) -> Result<(), CircuitOpen> {
+        match self {
+            Some(full) => full.admit(),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The adaptive policy of a call, if any: the policy adjusted at the call's start, and the start
 /// of the running attempt, for its latency.
 pub(super) struct Adaptive<'p> {
