@@ -10,7 +10,8 @@
 //! Shared protection plugs in at three points, all in the `guard` submodule: the breaker admits
 //! the first attempt ([`Call::admit`]); each outcome goes to the breaker permit and the budget;
 //! and a retry the policy scheduled is put to the budget, then to the breaker. With neither
-//! configured, a success costs two `None` checks.
+//! configured (nor an adaptive policy) the call is a [`Call<'_, Lean>`](Call), which holds none
+//! of their state and checks nothing for them.
 
 use crate::adaptive::{Adapt, Tuning};
 use crate::breaker::CircuitBreaker;
