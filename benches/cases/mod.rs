@@ -16,7 +16,9 @@
 // Each bench binary uses a different subset of what is here.
 #![allow(dead_code)]
 
-use retry_kit::{ErrorClass, Failure, Jitter, Retry, RetryPolicy, retryable};
+use retry_kit::{
+    CircuitBreaker, CircuitOpen, ErrorClass, Failure, Jitter, Retry, RetryPolicy, retryable,
+};
 use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
@@ -38,14 +40,30 @@ pub const POLICY: RetryPolicy = RetryPolicy::fixed(DELAY)
 /// The same with a deadline.
 pub const POLICY_DEADLINE: RetryPolicy = POLICY.deadline(DEADLINE);
 
-/// The operation's error: one transient and one permanent variant.
+/// The operation's error: one transient and one permanent variant, and the breaker's refusal
+/// (a unit variant, so that the error stays one byte in every case).
 #[derive(Debug, retry_kit::Classify)]
 pub enum BenchError {
     #[classify(transient)]
     Reset,
     #[classify(permanent)]
     Invalid,
+    #[classify(permanent)]
+    Open,
 }
+
+/// What `circuit = ...` needs of the error type: a refused first attempt becomes `Open`.
+impl From<CircuitOpen> for BenchError {
+    fn from(_: CircuitOpen) -> Self {
+        BenchError::Open
+    }
+}
+
+/// The breaker of the breaker cases, shared by hand, macro and fn. It opens after 5 consecutive
+/// failures; a retry3 call fails twice and then succeeds (which resets the count), so it stays
+/// closed and every case measures the closed breaker's hot path: one acquire and one record
+/// per attempt.
+pub static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
 
 pub fn transient(e: &BenchError) -> bool {
     retry_kit::Classify::class(e) == ErrorClass::Transient
@@ -214,6 +232,77 @@ where
     }
 }
 
+/// The hand loop with a breaker: a permit before every attempt, given the attempt's outcome
+/// (a permanent error is an answer, so it counts as a success, as in the engine).
+#[inline(never)]
+pub fn hand_sync_breaker<T>(
+    mut op: impl FnMut() -> Result<T, BenchError>,
+) -> Result<T, BenchError> {
+    let mut permit = BREAKER.try_acquire()?;
+    let mut attempt = 1;
+    loop {
+        match op() {
+            Ok(v) => {
+                permit.succeeded();
+                return Ok(v);
+            }
+            Err(e) => {
+                let retry = transient(&e);
+                if retry {
+                    permit.failed();
+                } else {
+                    permit.succeeded();
+                }
+                if !(retry && attempt < ATTEMPTS) {
+                    return Err(e);
+                }
+                match BREAKER.try_acquire() {
+                    Ok(next) => permit = next,
+                    Err(_) => return Err(e),
+                }
+                attempt += 1;
+                std::thread::sleep(DELAY);
+            }
+        }
+    }
+}
+
+#[inline(never)]
+pub async fn hand_async_breaker<T, Fut>(mut op: impl FnMut() -> Fut) -> Result<T, BenchError>
+where
+    Fut: Future<Output = Result<T, BenchError>>,
+{
+    let mut permit = BREAKER.try_acquire()?;
+    let mut attempt = 1;
+    loop {
+        match op().await {
+            Ok(v) => {
+                permit.succeeded();
+                return Ok(v);
+            }
+            Err(e) => {
+                let retry = transient(&e);
+                if retry {
+                    permit.failed();
+                } else {
+                    permit.succeeded();
+                }
+                if !(retry && attempt < ATTEMPTS) {
+                    return Err(e);
+                }
+                match BREAKER.try_acquire() {
+                    Ok(next) => permit = next,
+                    Err(_) => return Err(e),
+                }
+                attempt += 1;
+                if !DELAY.is_zero() {
+                    tokio::time::sleep(DELAY).await;
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // #[retryable]
 
@@ -313,11 +402,29 @@ pub async fn macro_async_retry3_hook(fails: &Cell<u32>) -> Result<u64, BenchErro
     ready_flaky(fails).await
 }
 
-// BREAKER CASE: the `circuit = path` key is being built by another helper (`CircuitBreaker`).
-// When it lands, add `macro_{sync,async}_{success,retry3}_breaker` here with
-// `circuit = BENCH_BREAKER` (a `static CircuitBreaker` whose threshold the retry3 case never
-// reaches), `fn_{sync,async}_breaker` with the builder's breaker setting, and a `"_breaker"`
-// line in `for_each_case!` below; both bench binaries and every table pick it up from there.
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]
+#[inline(never)]
+pub fn macro_sync_success_breaker(x: u64) -> Result<u64, BenchError> {
+    succeed(x)
+}
+
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]
+#[inline(never)]
+pub fn macro_sync_retry3_breaker(fails: &Cell<u32>) -> Result<u64, BenchError> {
+    flaky(fails)
+}
+
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]
+#[inline(never)]
+pub async fn macro_async_success_breaker(x: u64) -> Result<u64, BenchError> {
+    ready(x).await
+}
+
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]
+#[inline(never)]
+pub async fn macro_async_retry3_breaker(fails: &Cell<u32>) -> Result<u64, BenchError> {
+    ready_flaky(fails).await
+}
 
 /// An async operation that is ready at once (it never returns `Pending`).
 #[inline]
@@ -349,6 +456,11 @@ pub fn fn_sync_hook<T>(op: impl FnMut() -> Result<T, BenchError>) -> Result<T, B
 }
 
 #[inline(never)]
+pub fn fn_sync_breaker<T>(op: impl FnMut() -> Result<T, BenchError>) -> Result<T, BenchError> {
+    Retry::new(&POLICY).circuit(&BREAKER).call(op)
+}
+
+#[inline(never)]
 pub async fn fn_async<T, Fut>(op: impl FnMut() -> Fut) -> Result<T, BenchError>
 where
     Fut: Future<Output = Result<T, BenchError>>,
@@ -370,6 +482,14 @@ where
     Fut: Future<Output = Result<T, BenchError>>,
 {
     Retry::new(&POLICY).on_failure(hook).call_async(op).await
+}
+
+#[inline(never)]
+pub async fn fn_async_breaker<T, Fut>(op: impl FnMut() -> Fut) -> Result<T, BenchError>
+where
+    Fut: Future<Output = Result<T, BenchError>>,
+{
+    Retry::new(&POLICY).circuit(&BREAKER).call_async(op).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -524,8 +644,8 @@ pub fn fails() -> Cell<u32> {
 /// on the paused runtime). A macro rather than a table of function pointers, so that the timed
 /// loop calls each contender directly, as user code would.
 ///
-/// Groups are `{sync,async}_{success,retry3}`, then the same with a `_deadline` or `_hook`
-/// suffix for the option cases, which compare hand, macro and fn only.
+/// Groups are `{sync,async}_{success,retry3}`, then the same with a `_deadline`, `_hook` or
+/// `_breaker` suffix for the option cases, which compare hand, macro and fn only.
 macro_rules! for_each_case {
     ($each:ident) => {
         for_each_case!(@main $each, hand_sync, hand_async, macro_sync_success,
@@ -537,7 +657,9 @@ macro_rules! for_each_case {
         for_each_case!(@main $each, hand_sync_hook, hand_async_hook,
             macro_sync_success_hook, macro_sync_retry3_hook, macro_async_success_hook,
             macro_async_retry3_hook, fn_sync_hook, fn_async_hook, "_hook");
-        // BREAKER CASE: a `"_breaker"` line goes here (see the note above `ready`).
+        for_each_case!(@main $each, hand_sync_breaker, hand_async_breaker,
+            macro_sync_success_breaker, macro_sync_retry3_breaker, macro_async_success_breaker,
+            macro_async_retry3_breaker, fn_sync_breaker, fn_async_breaker, "_breaker");
     };
     (@main $each:ident, $hs:ident, $ha:ident, $mss:ident, $msr:ident, $mas:ident, $mar:ident,
         $fs:ident, $fa:ident, $suffix:literal) => {

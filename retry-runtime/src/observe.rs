@@ -161,11 +161,6 @@ pub(crate) fn failed_attempt(event: &Event<'_>) {
     }
 }
 
-/// Without the `tracing` feature there are no events.
-#[cfg(not(feature = "tracing"))]
-#[inline(always)]
-pub(crate) fn failed_attempt(_: &Event<'_>) {}
-
 /// Whole milliseconds, saturating.
 #[cfg(feature = "tracing")]
 fn millis(d: Duration) -> u64 {

@@ -10,7 +10,8 @@
 //! Shared protection plugs in at three points, all in the `guard` submodule: the breaker admits
 //! the first attempt ([`Call::admit`]); each outcome goes to the breaker permit and the budget;
 //! and a retry the policy scheduled is put to the budget, then to the breaker. With neither
-//! configured, a success costs two `None` checks.
+//! configured (nor an adaptive policy) the call is a [`Call<'_, Lean>`](Call), which holds none
+//! of their state and checks nothing for them.
 
 use crate::adaptive::{Adapt, Tuning};
 use crate::breaker::CircuitBreaker;
@@ -27,12 +28,13 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 mod guard;
+use guard::{Adaptive, Protect};
 pub use guard::{
     AsBreaker, AsBudget, AttemptTimeout, CircuitOpenMissing, CircuitOpenViaFrom, CircuitSlot,
     Conversion, Convert, NeedsFromCircuitOpen, NeedsFromTimedOut, NoCircuit, NoTimeout, Timed,
     TimedOutMissing, TimedOutViaFrom, TimeoutSlot, Untimed, breaker_of, budget_of, timed,
 };
-use guard::{Guard, Protect};
+pub use guard::{Extras, Full, Lean};
 
 /// Why a retry loop stopped and returned the last error.
 #[non_exhaustive]
@@ -353,8 +355,15 @@ pub enum Step {
 /// };
 /// assert_eq!(out.unwrap(), 2);
 /// ```
+///
+/// `X` is what the call carries besides its policy: nothing ([`Lean`], what [`Call::new`]
+/// makes), or, once [`adaptive`](Call::adaptive), [`circuit`](Call::circuit) or
+/// [`budget`](Call::budget) is set, the adaptive state and the shared protection ([`Full`]).
+/// A type rather than `Option` fields, so that a call without them keeps none of their state:
+/// not in its stack frame, not across the awaits of an async retryable future, and no check of
+/// them on the success path.
 #[derive(Debug)]
-pub struct Call<'p> {
+pub struct Call<'p, X = Lean> {
     policy: &'p RetryPolicy,
     ctx: CallCtx,
     start: Option<Instant>,
@@ -362,28 +371,14 @@ pub struct Call<'p> {
     max_attempts: u32,
     /// Inside another call's attempt with `nested = "once"`: a single attempt.
     single: bool,
-    /// The function's path, for events.
+    /// The running attempt was cut off by `attempt_timeout` (see `settle_timed`): its class is
+    /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no
+    /// [`Full`] state.
+    timed_out: bool,
+    /// The function's path, for events; only kept with the `tracing` feature.
+    #[cfg(feature = "tracing")]
     name: &'static str,
-    adaptive: Adaptive<'p>,
-    guard: Guard<'p>,
-}
-
-/// The adaptive policy of a call, if any: the policy adjusted at the call's start, and the start
-/// of the running attempt, for its latency.
-#[derive(Default)]
-struct Adaptive<'p> {
-    source: Option<&'p dyn Adapt>,
-    tuned: Option<RetryPolicy>,
-    attempt_started: Option<Instant>,
-}
-
-impl std::fmt::Debug for Adaptive<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Adaptive")
-            .field("active", &self.source.is_some())
-            .field("tuned", &self.tuned)
-            .finish()
-    }
+    extra: X,
 }
 
 impl<'p> Call<'p> {
@@ -410,67 +405,10 @@ impl<'p> Call<'p> {
             previous: policy.base,
             max_attempts,
             single,
+            timed_out: false,
+            #[cfg(feature = "tracing")]
             name: "closure",
-            adaptive: Adaptive::default(),
-            guard: Guard::NONE,
-        }
-    }
-
-    /// Name the function this call retries (its path), for `tracing` events.
-    #[inline]
-    pub fn named(mut self, name: &'static str) -> Self {
-        self.name = name;
-        self
-    }
-
-    /// Adjust this call by an adaptive policy: its attempts, first delay and multiplier are
-    /// tuned now, from the policy's window, and every attempt is recorded into it.
-    ///
-    /// Under `nested = "once"` inside another attempt the call still makes a single attempt
-    /// (and still records it).
-    pub fn adaptive(mut self, source: &'p dyn Adapt) -> Self {
-        let policy = self.policy;
-        let tuned = source.tune(Tuning {
-            attempts: policy.attempts,
-            base: policy.base,
-            multiplier: policy.multiplier,
-        });
-        let tuned = policy
-            .attempts(tuned.attempts)
-            .base(tuned.base)
-            .multiplier(tuned.multiplier);
-        if !self.single {
-            self.max_attempts = tuned.attempts;
-        }
-        self.previous = tuned.base;
-        self.adaptive = Adaptive {
-            source: Some(source),
-            tuned: Some(tuned),
-            attempt_started: None,
-        };
-        self
-    }
-
-    /// The policy in force: the declared one, or its adaptive adjustment.
-    #[inline]
-    fn policy(&self) -> &RetryPolicy {
-        self.adaptive.tuned.as_ref().unwrap_or(self.policy)
-    }
-
-    #[inline]
-    fn adaptive_begin(&mut self) {
-        if self.adaptive.source.is_some() {
-            self.adaptive.attempt_started = Some(clock::now());
-        }
-    }
-
-    #[inline]
-    fn adaptive_end(&mut self, failed: bool) {
-        if let (Some(source), Some(started)) =
-            (self.adaptive.source, self.adaptive.attempt_started.take())
-        {
-            let ended = clock::now();
-            source.record(failed, ended.saturating_duration_since(started), ended);
+            extra: Lean,
         }
     }
 
@@ -490,6 +428,93 @@ impl<'p> Call<'p> {
         };
         (Some(start), deadline)
     }
+}
+
+impl<'p, X: Extras<'p>> Call<'p, X> {
+    /// Name the function this call retries (its path), for `tracing` events. Without the
+    /// `tracing` feature there are no events, and the name is not kept.
+    #[inline]
+    pub fn named(self, name: &'static str) -> Self {
+        #[cfg(feature = "tracing")]
+        {
+            let mut call = self;
+            call.name = name;
+            call
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = name;
+            self
+        }
+    }
+
+    /// Adjust this call by an adaptive policy: its attempts, first delay and multiplier are
+    /// tuned now, from the policy's window, and every attempt is recorded into it.
+    ///
+    /// Under `nested = "once"` inside another attempt the call still makes a single attempt
+    /// (and still records it).
+    pub fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Full<'p>> {
+        let policy = self.policy;
+        let tuned = source.tune(Tuning {
+            attempts: policy.attempts,
+            base: policy.base,
+            multiplier: policy.multiplier,
+        });
+        let tuned = policy
+            .attempts(tuned.attempts)
+            .base(tuned.base)
+            .multiplier(tuned.multiplier);
+        let mut call = self.into_full();
+        if !call.single {
+            call.max_attempts = tuned.attempts;
+        }
+        call.previous = tuned.base;
+        call.extra.adaptive = Adaptive {
+            source: Some(source),
+            tuned: Some(tuned),
+            attempt_started: None,
+        };
+        call
+    }
+
+    /// The same call carrying [`Full`] state (unchanged if it already does).
+    #[inline]
+    fn into_full(self) -> Call<'p, Full<'p>> {
+        self.map_extra(X::into_full)
+    }
+
+    /// The same call with its extra state converted by `f`.
+    #[inline]
+    fn map_extra<Y>(self, f: impl FnOnce(X) -> Y) -> Call<'p, Y> {
+        Call {
+            policy: self.policy,
+            ctx: self.ctx,
+            start: self.start,
+            previous: self.previous,
+            max_attempts: self.max_attempts,
+            single: self.single,
+            timed_out: self.timed_out,
+            #[cfg(feature = "tracing")]
+            name: self.name,
+            extra: f(self.extra),
+        }
+    }
+
+    /// The policy in force: the declared one, or its adaptive adjustment.
+    #[inline]
+    fn policy(&self) -> &RetryPolicy {
+        self.extra.tuned().unwrap_or(self.policy)
+    }
+
+    /// The class of a failed attempt: idempotent-only if it timed out, else the classifier's.
+    #[inline]
+    fn class(&mut self, classify: impl FnOnce() -> ErrorClass) -> ErrorClass {
+        if std::mem::take(&mut self.timed_out) {
+            ErrorClass::IdempotentOnly
+        } else {
+            classify()
+        }
+    }
 
     /// The number of attempts started so far.
     #[inline]
@@ -506,7 +531,7 @@ impl<'p> Call<'p> {
     #[inline]
     pub fn attempt_sync<R, F: FnOnce() -> R>(&mut self, body: F) -> R {
         self.ctx.begin_attempt();
-        self.adaptive_begin();
+        self.extra.begin_attempt();
         let _entered: Entered<'_> = self.ctx.enter();
         body()
     }
@@ -515,7 +540,7 @@ impl<'p> Call<'p> {
     #[inline]
     pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, F> {
         self.ctx.begin_attempt();
-        self.adaptive_begin();
+        self.extra.begin_attempt();
         InAttempt {
             ctx: &mut self.ctx,
             body,
@@ -532,8 +557,9 @@ impl<'p> Call<'p> {
     {
         match outcome.error() {
             None => {
-                self.adaptive_end(false);
-                self.guard.succeeded();
+                // Nothing with `Lean`: the success path is the attempt counter and the
+                // thread-local pointer.
+                self.extra.succeeded();
                 Step::Return
             }
             Some(error) => self.failed(error, classifier, hook),
@@ -546,14 +572,13 @@ impl<'p> Call<'p> {
         C: Classifier<E>,
         H: Hook<E>,
     {
-        let class = self.guard.class(|| classifier.class(error));
-        self.guard.failed(class);
-        self.adaptive_end(class != ErrorClass::Permanent);
+        let class = self.class(|| classifier.class(error));
+        self.extra.failed(class);
         let next = match self.stop_for_class(class) {
             Some(reason) => Next::Stop(reason),
             None => {
                 let next = self.schedule(classifier.retry_after(error));
-                self.guard.admit_retry(next)
+                self.extra.admit_retry(next)
             }
         };
         if H::ACTIVE {
@@ -575,7 +600,10 @@ impl<'p> Call<'p> {
     /// The `tracing` event of a failed attempt (nothing without the feature).
     #[inline]
     fn trace<E, H: Hook<E>>(&self, error: &E, class: ErrorClass, next: Next, hook: &H) {
-        if cfg!(feature = "tracing") {
+        #[cfg(not(feature = "tracing"))]
+        let _ = (error, class, next, hook);
+        #[cfg(feature = "tracing")]
+        {
             let shown = hook.display_fn().map(|fmt| observe::Shown(error, fmt));
             observe::failed_attempt(&observe::Event {
                 function: self.name,
@@ -589,6 +617,7 @@ impl<'p> Call<'p> {
     }
 
     /// A stop decided by the class and the attempt count alone.
+    #[inline]
     fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
         match class {
             ErrorClass::Permanent => return Some(StopReason::Permanent),
@@ -619,6 +648,9 @@ impl<'p> Call<'p> {
         self.schedule_slow(retry_after)
     }
 
+    // Out of line, so that `schedule` stays small enough to inline into `failed`: a zero wait
+    // then costs a few compares and no call.
+    #[inline(never)]
     fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Next {
         let policy = *self.policy();
         let jittered = if policy.base.is_zero() {
@@ -731,16 +763,6 @@ impl Observed<'_> {
         name: "closure",
         adaptive: None,
     };
-}
-
-impl<'p> Observed<'p> {
-    fn start(self, policy: &'p RetryPolicy, needs_clock: bool) -> Call<'p> {
-        let call = Call::new(policy, needs_clock).named(self.name);
-        match self.adaptive {
-            Some(source) => call.adaptive(source),
-            None => call,
-        }
-    }
 }
 
 impl std::fmt::Debug for Observed<'_> {
@@ -924,16 +946,41 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
         }
     }
 
-    /// The engine for one call, with the first attempt admitted by the breaker.
-    fn begin<E>(&self, needs_clock: bool) -> Result<Call<'p>, E>
+    /// Whether this builder has neither an adaptive policy nor protection, so that a [`Lean`]
+    /// call serves. For a builder made where it is called, this folds to a constant.
+    #[inline]
+    fn is_lean<E>(&self) -> bool
     where
         K: CircuitSlot<'p, E>,
     {
-        self.protect
-            .begin(self.observed.start(self.policy, needs_clock))
+        self.observed.adaptive.is_none()
+            && self.protect.budget.is_none()
+            && self.protect.circuit.slot().is_none()
+    }
+
+    /// The engine for one call without adaptive policy or protection.
+    #[inline]
+    fn begin_lean(&self, needs_clock: bool) -> Call<'p> {
+        Call::new(self.policy, needs_clock).named(self.observed.name)
+    }
+
+    /// The engine for one call with [`Full`] state, the first attempt admitted by the breaker.
+    fn begin_full<E>(&self, needs_clock: bool) -> Result<Call<'p, Full<'p>>, E>
+    where
+        K: CircuitSlot<'p, E>,
+    {
+        let call = self.begin_lean(needs_clock);
+        let call = match self.observed.adaptive {
+            Some(source) => call.adaptive(source),
+            None => call.into_full(),
+        };
+        self.protect.begin(call)
     }
 
     /// Run `op` until it succeeds or the policy stops; return its last result.
+    // Inlined, with the `Full` loop out of line: for a builder made where it is called the
+    // choice folds away and what remains is the same code `#[retryable]` expands to.
+    #[inline]
     pub fn call<R, E>(mut self, mut op: impl FnMut() -> Result<R, E>) -> Result<R, E>
     where
         C: Classifier<E>,
@@ -941,9 +988,39 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
         K: CircuitSlot<'p, E>,
         T: Untimed,
     {
-        let mut call = self.begin(H::ACTIVE)?;
+        // The same loop on either kind of engine, so a builder without adaptive policy or
+        // protection pays nothing for them.
+        if self.is_lean::<E>() {
+            let call = self.begin_lean(H::ACTIVE);
+            self.run_sync(call, &mut op)
+        } else {
+            self.call_full(op)
+        }
+    }
+
+    #[inline(never)]
+    fn call_full<R, E>(mut self, mut op: impl FnMut() -> Result<R, E>) -> Result<R, E>
+    where
+        C: Classifier<E>,
+        H: Hook<E>,
+        K: CircuitSlot<'p, E>,
+    {
+        let call = self.begin_full(H::ACTIVE)?;
+        self.run_sync(call, &mut op)
+    }
+
+    #[inline(always)]
+    fn run_sync<R, E, X: Extras<'p>>(
+        &mut self,
+        mut call: Call<'p, X>,
+        op: &mut impl FnMut() -> Result<R, E>,
+    ) -> Result<R, E>
+    where
+        C: Classifier<E>,
+        H: Hook<E>,
+    {
         loop {
-            let out = call.attempt_sync(&mut op);
+            let out = call.attempt_sync(&mut *op);
             match call.after(&out, &self.classifier, &mut self.hook) {
                 Step::Return => return out,
                 Step::Retry(delay) => call.sleep(delay),
@@ -968,28 +1045,41 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
         K: CircuitSlot<'p, E>,
         T: TimeoutSlot<E>,
     {
-        let mut call = self.begin(H::ACTIVE)?;
         let timeout = self.protect.timeout.slot();
-        loop {
-            // The outcome goes out of scope before the sleep, so the future does not keep it
-            // alive across the await.
-            let delay = {
-                let out = match timeout {
-                    None => call.attempt_async(op()).await,
-                    Some((limit, timed_out)) => {
-                        let result = call.attempt_async(timed(op(), sleep(limit), limit)).await;
-                        call.settle_timed(result, |t| Err(timed_out(t)))
+        macro_rules! drive {
+            ($call:ident) => {
+                loop {
+                    // The outcome goes out of scope before the sleep, so the future does not
+                    // keep it alive across the await.
+                    let delay = {
+                        let out = match timeout {
+                            None => $call.attempt_async(op()).await,
+                            Some((limit, timed_out)) => {
+                                let result =
+                                    $call.attempt_async(timed(op(), sleep(limit), limit)).await;
+                                $call.settle_timed(result, |t| Err(timed_out(t)))
+                            }
+                        };
+                        match $call.after(&out, &self.classifier, &mut self.hook) {
+                            Step::Return => return out,
+                            Step::Retry(delay) => delay,
+                        }
+                    };
+                    if !delay.is_zero() {
+                        sleep(delay).await;
                     }
-                };
-                match call.after(&out, &self.classifier, &mut self.hook) {
-                    Step::Return => return out,
-                    Step::Retry(delay) => delay,
                 }
             };
-            if !delay.is_zero() {
-                sleep(delay).await;
-            }
         }
+        // One engine for both cases, its extra state `None` without adaptive policy or
+        // protection: a local of each kind would both be kept in the future (each lives across
+        // two awaits), where this is the size of the larger one.
+        let mut call: Call<'p, Option<Full<'p>>> = if self.is_lean::<E>() {
+            self.begin_lean(H::ACTIVE).map_extra(|_| None)
+        } else {
+            self.begin_full(H::ACTIVE)?.map_extra(Some)
+        };
+        drive!(call)
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.
@@ -1030,6 +1120,7 @@ impl RetryPolicy {
     /// assert_eq!(result.unwrap(), 42);
     /// assert_eq!(slept.len(), 2);
     /// ```
+    #[inline]
     pub fn call<T, E: Classify>(&self, op: impl FnMut() -> Result<T, E>) -> Result<T, E> {
         Retry::new(self).call(op)
     }

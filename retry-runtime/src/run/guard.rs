@@ -14,16 +14,195 @@
 //! nor failure, and if it unwinds (a panicking body) as a failure.
 
 use super::{Call, Next, StopReason};
+use crate::adaptive::Adapt;
 use crate::breaker::{CircuitBreaker, CircuitPermit};
 use crate::budget::RetryBudget;
 use crate::class::ErrorClass;
+use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
+use crate::policy::RetryPolicy;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// What a [`Call`] carries besides its policy: [`Lean`] (nothing) or [`Full`] (the adaptive
+/// policy and the shared protection). Every hook is called at the same point of the loop for
+/// both; [`Lean`]'s do nothing and inline to nothing.
+pub trait Extras<'p>: Sized {
+    /// The same state as [`Full`].
+    fn into_full(self) -> Full<'p>;
+    /// The adaptive adjustment of the policy, if any.
+    fn tuned(&self) -> Option<&RetryPolicy>;
+    /// An attempt starts.
+    fn begin_attempt(&mut self);
+    /// The attempt succeeded.
+    fn succeeded(&mut self);
+    /// The attempt failed with an error of `class`.
+    fn failed(&mut self, class: ErrorClass);
+    /// Let the budget and then the breaker veto a retry the policy scheduled.
+    fn admit_retry(&mut self, next: Next) -> Next;
+    /// Ask the breaker (if any) for the first attempt.
+    fn admit(&mut self) -> Result<(), CircuitOpen>;
+}
+
+/// No adaptive policy, breaker or budget: the state of a call made by [`Call::new`]. Zero-sized.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lean;
+
+impl<'p> Extras<'p> for Lean {
+    #[inline(always)]
+    fn into_full(self) -> Full<'p> {
+        Full {
+            adaptive: Adaptive::NONE,
+            guard: Guard::NONE,
+        }
+    }
+    #[inline(always)]
+    fn tuned(&self) -> Option<&RetryPolicy> {
+        None
+    }
+    #[inline(always)]
+    fn begin_attempt(&mut self) {}
+    #[inline(always)]
+    fn succeeded(&mut self) {}
+    #[inline(always)]
+    fn failed(&mut self, _: ErrorClass) {}
+    #[inline(always)]
+    fn admit_retry(&mut self, next: Next) -> Next {
+        next
+    }
+    #[inline(always)]
+    fn admit(&mut self) -> Result<(), CircuitOpen> {
+        Ok(())
+    }
+}
+
+/// The adaptive policy and the shared protection of a call, any of them possibly unset.
+#[derive(Debug)]
+pub struct Full<'p> {
+    pub(super) adaptive: Adaptive<'p>,
+    guard: Guard<'p>,
+}
+
+impl<'p> Extras<'p> for Full<'p> {
+    #[inline]
+    fn into_full(self) -> Full<'p> {
+        self
+    }
+    #[inline]
+    fn tuned(&self) -> Option<&RetryPolicy> {
+        self.adaptive.tuned.as_ref()
+    }
+    #[inline]
+    fn begin_attempt(&mut self) {
+        if self.adaptive.source.is_some() {
+            self.adaptive.attempt_started = Some(clock::now());
+        }
+    }
+    #[inline]
+    fn succeeded(&mut self) {
+        self.adaptive.end(false);
+        self.guard.succeeded();
+    }
+    #[inline]
+    fn failed(&mut self, class: ErrorClass) {
+        self.guard.failed(class);
+        self.adaptive.end(class != ErrorClass::Permanent);
+    }
+    #[inline]
+    fn admit_retry(&mut self, next: Next) -> Next {
+        self.guard.admit_retry(next)
+    }
+    #[inline]
+    fn admit(&mut self) -> Result<(), CircuitOpen> {
+        if let Some(breaker) = self.guard.circuit {
+            self.guard.permit = Some(breaker.try_acquire()?);
+        }
+        Ok(())
+    }
+}
+
+/// [`Full`] state or none, decided when the call starts: what the async loop of
+/// [`Retry`](super::Retry) runs on, so that its future holds one engine, not one of each kind.
+impl<'p> Extras<'p> for Option<Full<'p>> {
+    #[inline]
+    fn into_full(self) -> Full<'p> {
+        self.unwrap_or_else(|| Lean.into_full())
+    }
+    #[inline]
+    fn tuned(&self) -> Option<&RetryPolicy> {
+        self.as_ref().and_then(Full::tuned)
+    }
+    #[inline]
+    fn begin_attempt(&mut self) {
+        if let Some(full) = self {
+            full.begin_attempt();
+        }
+    }
+    #[inline]
+    fn succeeded(&mut self) {
+        if let Some(full) = self {
+            full.succeeded();
+        }
+    }
+    #[inline]
+    fn failed(&mut self, class: ErrorClass) {
+        if let Some(full) = self {
+            full.failed(class);
+        }
+    }
+    #[inline]
+    fn admit_retry(&mut self, next: Next) -> Next {
+        match self {
+            Some(full) => full.admit_retry(next),
+            None => next,
+        }
+    }
+    #[inline]
+    fn admit(&mut self) -> Result<(), CircuitOpen> {
+        match self {
+            Some(full) => full.admit(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The adaptive policy of a call, if any: the policy adjusted at the call's start, and the start
+/// of the running attempt, for its latency.
+pub(super) struct Adaptive<'p> {
+    pub(super) source: Option<&'p dyn Adapt>,
+    pub(super) tuned: Option<RetryPolicy>,
+    pub(super) attempt_started: Option<Instant>,
+}
+
+impl Adaptive<'_> {
+    const NONE: Self = Adaptive {
+        source: None,
+        tuned: None,
+        attempt_started: None,
+    };
+
+    /// Record the attempt that started in `begin_attempt`.
+    #[inline]
+    fn end(&mut self, failed: bool) {
+        if let (Some(source), Some(started)) = (self.source, self.attempt_started.take()) {
+            let ended = clock::now();
+            source.record(failed, ended.saturating_duration_since(started), ended);
+        }
+    }
+}
+
+impl std::fmt::Debug for Adaptive<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adaptive")
+            .field("active", &self.source.is_some())
+            .field("tuned", &self.tuned)
+            .finish()
+    }
+}
 
 /// The breaker, budget and permit of one call. Empty (and untouched on success) unless
 /// `circuit` or `budget` is configured.
@@ -32,7 +211,6 @@ pub(super) struct Guard<'p> {
     circuit: Option<&'p CircuitBreaker>,
     budget: Option<&'p RetryBudget>,
     permit: Option<CircuitPermit<'p>>,
-    timed_out: bool,
 }
 
 impl<'p> Guard<'p> {
@@ -40,7 +218,6 @@ impl<'p> Guard<'p> {
         circuit: None,
         budget: None,
         permit: None,
-        timed_out: false,
     };
 
     /// The attempt succeeded.
@@ -58,16 +235,6 @@ impl<'p> Guard<'p> {
         }
         if let Some(budget) = self.budget {
             budget.record_success();
-        }
-    }
-
-    /// The class of a failed attempt: idempotent-only if it timed out, else the classifier's.
-    #[inline]
-    pub(super) fn class(&mut self, classify: impl FnOnce() -> ErrorClass) -> ErrorClass {
-        if std::mem::take(&mut self.timed_out) {
-            ErrorClass::IdempotentOnly
-        } else {
-            classify()
         }
     }
 
@@ -105,30 +272,29 @@ impl<'p> Guard<'p> {
     }
 }
 
-impl<'p> Call<'p> {
+impl<'p, X: Extras<'p>> Call<'p, X> {
     /// Consult `breaker` before every attempt of this call. Call [`admit`](Self::admit) before
     /// the first one.
     #[inline]
-    pub fn circuit(mut self, breaker: &'p CircuitBreaker) -> Self {
-        self.guard.circuit = Some(breaker);
-        self
+    pub fn circuit(self, breaker: &'p CircuitBreaker) -> Call<'p, Full<'p>> {
+        let mut call = self.into_full();
+        call.extra.guard.circuit = Some(breaker);
+        call
     }
 
     /// Charge this call's failures to `budget` and ask it before every retry.
     #[inline]
-    pub fn budget(mut self, budget: &'p RetryBudget) -> Self {
-        self.guard.budget = Some(budget);
-        self
+    pub fn budget(self, budget: &'p RetryBudget) -> Call<'p, Full<'p>> {
+        let mut call = self.into_full();
+        call.extra.guard.budget = Some(budget);
+        call
     }
 
     /// Ask the breaker (if any) for the first attempt. On `Err`, make no attempt: return the
     /// refusal, converted into the call's error type.
     #[inline]
     pub fn admit(&mut self) -> Result<(), CircuitOpen> {
-        if let Some(breaker) = self.guard.circuit {
-            self.guard.permit = Some(breaker.try_acquire()?);
-        }
-        Ok(())
+        self.extra.admit()
     }
 
     /// Turn the result of a [`timed`] attempt into the attempt's outcome, converting a timeout
@@ -142,7 +308,7 @@ impl<'p> Call<'p> {
         match result {
             Ok(outcome) => outcome,
             Err(timed_out) => {
-                self.guard.timed_out = true;
+                self.timed_out = true;
                 on_timeout(timed_out)
             }
         }
@@ -185,7 +351,7 @@ impl<'p, K, T> Protect<'p, K, T> {
     }
 
     /// Equip `call` and ask the breaker for its first attempt; a refusal becomes `E`.
-    pub(super) fn begin<E>(&self, mut call: Call<'p>) -> Result<Call<'p>, E>
+    pub(super) fn begin<E>(&self, mut call: Call<'p, Full<'p>>) -> Result<Call<'p, Full<'p>>, E>
     where
         K: CircuitSlot<'p, E>,
     {
