@@ -5,9 +5,9 @@ pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::AdaptivePolicy;
 pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
-pub use retry_runtime::class::io_kind_class;
 #[cfg(feature = "http")]
 pub use retry_runtime::http;
+pub use retry_runtime::io::io_kind_class;
 #[cfg(feature = "reqwest")]
 pub use retry_runtime::reqwest;
 #[cfg(feature = "tonic")]
@@ -25,8 +25,10 @@ pub mod __private {
     pub use core::time::Duration;
     pub use retry_runtime::adaptive::Adapt;
     pub use retry_runtime::class::{Classify, ErrorClass, IntoRetryAfter};
+    pub use retry_runtime::clock::virtual_sleep;
     #[cfg(feature = "tokio")]
     pub use retry_runtime::clock::{sleep, tokio_sleep};
+    pub use retry_runtime::fresh::fresh;
     pub use retry_runtime::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
     pub use retry_runtime::run::Described;
     pub use retry_runtime::run::{

@@ -5,7 +5,7 @@
 
 use retry_kit::{
     CircuitBreaker, CircuitOpen, CircuitState, Classify, ErrorClass, Failure, Jitter, Next, Retry,
-    RetryPolicy, StopReason, retryable,
+    RetryPolicy, StopReason, retryable, testing,
 };
 use std::future::Future;
 use std::pin::pin;
@@ -311,7 +311,7 @@ fn probe_that_succeeds() -> Result<(), ApiError> {
 
 #[test]
 fn a_panic_in_a_probe_releases_it_as_a_failure() {
-    retry_kit::testing::record_sleeps(|| {
+    testing::record_sleeps(|| {
         PANICS.try_acquire().unwrap().failed();
         // Let the cool-down pass on this thread's virtual clock.
         let wait = RetryPolicy::fixed(Duration::from_secs(5))
@@ -577,4 +577,42 @@ fn eight_threads_through_the_attribute_leave_no_probe_slot_taken() {
     }
     assert_eq!(held.len(), 2);
     assert_eq!(ENGINE.state(), CircuitState::HalfOpen);
+}
+
+static DISK: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+
+/// An `io::Result` function can name a breaker: the crate provides `From<CircuitOpen>` for
+/// `io::Error`, which the orphan rule would forbid a user to write.
+#[retryable(attempts = 5, base = "10ms", jitter = "none", circuit = DISK)]
+fn read_block(calls: &mut u32) -> std::io::Result<u32> {
+    *calls += 1;
+    Err(std::io::ErrorKind::ConnectionReset.into())
+}
+
+#[test]
+fn an_io_result_fn_uses_a_breaker_and_its_refusal_keeps_the_breakers_class_and_wait() {
+    let mut calls = 0;
+    // One virtual clock for both calls, so the breaker's cool-down is measured on it.
+    let ((first, refused), slept) =
+        testing::record_sleeps(|| (read_block(&mut calls), read_block(&mut calls)));
+    // Two resets opened the breaker, which refused the third attempt: the last reset returns.
+    assert_eq!(
+        first.unwrap_err().kind(),
+        std::io::ErrorKind::ConnectionReset
+    );
+    assert_eq!(slept, [Duration::from_millis(10)]);
+    assert_eq!(calls, 2, "the refused second call made no attempt");
+
+    let refused = refused.unwrap_err();
+    let open = refused
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<CircuitOpen>())
+        .expect("the io::Error carries the CircuitOpen");
+    assert_eq!(open.retry_after(), Duration::from_secs(30));
+    // `Classify for io::Error` sees the carried error: transient, with the breaker's wait.
+    assert_eq!(refused.class(), ErrorClass::Transient);
+    assert_eq!(
+        Classify::retry_after(&refused),
+        Some(Duration::from_secs(30))
+    );
 }

@@ -146,7 +146,7 @@ fn generics_lifetimes_and_where_clauses_are_carried_through() {
 
 #[retryable(attempts = 3, base = "0ms")]
 fn impl_trait_and_patterns(
-    mut source: impl Iterator<Item = Result<u8, Flaky>>,
+    source: &mut impl Iterator<Item = Result<u8, Flaky>>,
     (lo, hi): (u8, u8),
 ) -> Result<u8, Flaky> {
     let v = source.next().unwrap_or(Err(Flaky::Broken))?;
@@ -155,8 +155,8 @@ fn impl_trait_and_patterns(
 
 #[test]
 fn impl_trait_arguments_patterns_and_question_mark_work() {
-    let source = vec![Err(Flaky::Again), Ok(200)].into_iter();
-    assert_eq!(impl_trait_and_patterns(source, (1, 100)), Ok(100));
+    let mut source = vec![Err(Flaky::Again), Ok(200)].into_iter();
+    assert_eq!(impl_trait_and_patterns(&mut source, (1, 100)), Ok(100));
 }
 
 #[retryable(attempts = 3, base = "0ms")]
@@ -247,4 +247,71 @@ fn classify_function_overrides_the_trait() {
     let mut calls = 0;
     assert_eq!(classified_by_function(&mut calls), Err(Flaky::Again));
     assert_eq!(calls, 1);
+}
+
+/// A repository behind `Arc<dyn Trait>`, as services write them with `#[async_trait]`.
+#[async_trait::async_trait]
+trait Repository: Send + Sync {
+    async fn load(&self, id: u32, failures: &std::sync::Mutex<u32>) -> Result<String, Flaky>;
+    async fn store(&mut self, row: String, mut version: u32) -> Result<u32, Flaky>;
+}
+
+struct Rows {
+    rows: Vec<String>,
+    failures: u32,
+}
+
+#[async_trait::async_trait]
+impl Repository for Rows {
+    #[retryable(attempts = 3, base = "0ms")]
+    async fn load(&self, id: u32, failures: &std::sync::Mutex<u32>) -> Result<String, Flaky> {
+        {
+            let mut left = failures.lock().unwrap();
+            if *left > 0 {
+                *left -= 1;
+                return Err(Flaky::Again);
+            }
+        }
+        tokio::task::yield_now().await;
+        Ok(format!("row {id}"))
+    }
+
+    #[retryable(attempts = 3, base = "0ms")]
+    async fn store(&mut self, row: String, mut version: u32) -> Result<u32, Flaky> {
+        version += 1;
+        tokio::task::yield_now().await;
+        if self.failures > 0 {
+            self.failures -= 1;
+            return Err(Flaky::Again);
+        }
+        self.rows.push(row.clone());
+        Ok(version)
+    }
+}
+
+#[tokio::test]
+async fn async_trait_methods_retry_behind_a_dyn_trait_and_stay_send() {
+    let repo: std::sync::Arc<dyn Repository> = std::sync::Arc::new(Rows {
+        rows: Vec::new(),
+        failures: 0,
+    });
+    let failures = std::sync::Mutex::new(2);
+    // `tokio::spawn` requires the boxed future to be `Send`.
+    let loaded = {
+        let repo = repo.clone();
+        let failures = std::sync::Arc::new(failures);
+        tokio::spawn(async move { repo.load(7, &failures).await })
+            .await
+            .unwrap()
+    };
+    assert_eq!(loaded, Ok("row 7".to_owned()));
+
+    let mut rows = Rows {
+        rows: Vec::new(),
+        failures: 2,
+    };
+    // Owned and `mut` arguments: the row is borrowed afresh by each attempt, the version copied.
+    assert_eq!(rows.store("a".to_owned(), 1).await, Ok(2));
+    assert_eq!(rows.rows, ["a"]);
+    assert_eq!(rows.failures, 0);
 }

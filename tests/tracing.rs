@@ -63,6 +63,12 @@ impl Handle {
     fn take(&self) -> Vec<Captured> {
         std::mem::take(&mut *self.0.events.lock().unwrap())
     }
+
+    /// How many spans named `name` were created.
+    fn spans_named(&self, name: &str) -> usize {
+        let spans = self.0.spans.lock().unwrap();
+        spans.values().filter(|n| *n == name).count()
+    }
 }
 
 impl Subscriber for Handle {
@@ -278,6 +284,113 @@ fn the_builder_names_its_events_and_opts_in_to_display() {
             (Some("billing::charge"), Some("deadlock on ledger")),
             (Some("closure"), None),
             (Some("closure"), None),
+        ]
+    );
+}
+
+/// `#[tracing::instrument]` above `#[retryable]`: it expands first, and the retry loop goes
+/// inside its span. An owned argument (moved into tracing's future) still works.
+#[tracing::instrument(skip_all)]
+#[retryable(attempts = 3, backoff = "fixed", base = "100ms", jitter = "none")]
+async fn instrument_above(name: String, calls: &mut u32) -> Result<usize, DbError> {
+    *calls += 1;
+    tokio::task::yield_now().await;
+    if *calls < 3 {
+        return Err(DbError::Deadlock { table: "users" });
+    }
+    Ok(name.len())
+}
+
+/// The other order: the retry loop expands first and tracing wraps all of it.
+#[retryable(attempts = 3, backoff = "fixed", base = "100ms", jitter = "none")]
+#[tracing::instrument(skip_all)]
+async fn instrument_below(name: String, calls: &mut u32) -> Result<usize, DbError> {
+    *calls += 1;
+    tokio::task::yield_now().await;
+    if *calls < 3 {
+        return Err(DbError::Deadlock { table: "users" });
+    }
+    Ok(name.len())
+}
+
+#[tokio::test(start_paused = true)]
+async fn instrument_in_either_order_makes_one_span_per_call_with_the_retry_events_inside() {
+    let capture = Handle::default();
+    let _default = tracing::subscriber::set_default(capture.clone());
+
+    let mut calls = 0;
+    assert_eq!(
+        instrument_above("ada".to_owned(), &mut calls)
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(calls, 3);
+    let mut calls = 0;
+    assert_eq!(
+        instrument_below("bob".to_owned(), &mut calls)
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(calls, 3);
+
+    assert_eq!(capture.spans_named("instrument_above"), 1);
+    assert_eq!(capture.spans_named("instrument_below"), 1);
+    let spans: Vec<Option<String>> = capture.take().into_iter().map(|e| e.span).collect();
+    assert_eq!(
+        spans,
+        [
+            Some("instrument_above".to_owned()),
+            Some("instrument_above".to_owned()),
+            Some("instrument_below".to_owned()),
+            Some("instrument_below".to_owned()),
+        ]
+    );
+}
+
+#[tracing::instrument(skip(calls), err)]
+#[retryable(attempts = 2, base = "0ms")]
+fn sync_instrument_above(table: &'static str, calls: &mut u32) -> Result<(), DbError> {
+    *calls += 1;
+    Err(DbError::Deadlock { table })
+}
+
+#[retryable(attempts = 2, base = "0ms")]
+#[tracing::instrument(skip(calls), err)]
+fn sync_instrument_below(table: &'static str, calls: &mut u32) -> Result<(), DbError> {
+    *calls += 1;
+    Err(DbError::Deadlock { table })
+}
+
+#[test]
+fn sync_instrument_with_err_in_either_order_makes_one_span_and_one_error_event_per_call() {
+    let capture = Handle::default();
+    tracing::subscriber::with_default(capture.clone(), || {
+        let mut calls = 0;
+        assert!(sync_instrument_above("a", &mut calls).is_err());
+        assert_eq!(calls, 2);
+        let mut calls = 0;
+        assert!(sync_instrument_below("b", &mut calls).is_err());
+        assert_eq!(calls, 2);
+    });
+    assert_eq!(capture.spans_named("sync_instrument_above"), 1);
+    assert_eq!(capture.spans_named("sync_instrument_below"), 1);
+    let events = capture.take();
+    let seen: Vec<(&str, Option<&str>, Level)> = events
+        .iter()
+        .map(|e| (e.target.as_str(), e.span.as_deref(), e.level))
+        .collect();
+    // Two retry events inside the span, then tracing's own `err` event once for the call.
+    assert_eq!(
+        seen,
+        [
+            ("retry_kit", Some("sync_instrument_above"), Level::DEBUG),
+            ("retry_kit", Some("sync_instrument_above"), Level::WARN),
+            ("tracing", Some("sync_instrument_above"), Level::ERROR),
+            ("retry_kit", Some("sync_instrument_below"), Level::DEBUG),
+            ("retry_kit", Some("sync_instrument_below"), Level::WARN),
+            ("tracing", Some("sync_instrument_below"), Level::ERROR),
         ]
     );
 }

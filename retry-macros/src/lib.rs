@@ -106,6 +106,137 @@ mod retryable;
 /// assert_eq!(start.elapsed(), Duration::from_secs(2));
 /// # }
 /// ```
+///
+/// # Arguments, attempt by attempt
+///
+/// Every attempt starts from the arguments as the caller passed them. References are borrowed
+/// afresh by each attempt; a `mut` argument taken by value is copied afresh for each attempt,
+/// so a cursor, a counter or a buffer length changed by a failed attempt is not seen by the
+/// next. Such an argument must be `Copy`: anything else would need a clone, which the macro
+/// never makes for you, so it is a compile error at the argument (as are `mut self` and
+/// `ref mut` bindings). Write the copy in the body instead, or take `&mut` to carry changes
+/// across attempts on purpose:
+///
+/// ```
+/// use retry_kit::{retryable, testing, Classify};
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(transient)]
+/// struct Dropped;
+///
+/// /// Reads `data` from `cursor`; the link drops after two bytes while `drops` is not zero.
+/// #[retryable(attempts = 3, base = "0ms")]
+/// fn read_from(data: &[u8], mut cursor: usize, drops: &mut u32) -> Result<Vec<u8>, Dropped> {
+///     let mut read = Vec::new();
+///     while cursor < data.len() {
+///         read.push(data[cursor]);
+///         cursor += 1;
+///         if read.len() == 2 && *drops > 0 {
+///             *drops -= 1;
+///             return Err(Dropped);
+///         }
+///     }
+///     Ok(read)
+/// }
+///
+/// let mut drops = 1;
+/// // The second attempt reads from 1 again, not from where the first one stopped.
+/// assert_eq!(read_from(b"abcd", 1, &mut drops).unwrap(), b"bcd");
+/// ```
+///
+/// A body that moves an argument out (`consume(name)`) is a compile error at that move: the
+/// next attempt would find it gone. Its fix, `consume(name.clone())`, stays visible in the body.
+///
+/// # Returning a borrow of what the body mutates
+///
+/// A body that mutates through `&mut self` (or a `&mut` argument) and returns a borrow of the
+/// same data fails to compile (E0524, "two closures require unique access"), pointing at the
+/// return type. It is not the macro: a hand-written loop hits the same limit of today's borrow
+/// checker, because the borrow returned by one attempt would have to outlive the next attempt's
+/// mutable borrow. Retry the part that mutates, and borrow after it:
+///
+/// ```compile_fail
+/// # use retry_kit::{retryable, Classify};
+/// # #[derive(Debug, Classify)] #[classify(transient)] struct Busy;
+/// # struct Cache { value: Option<String> }
+/// impl Cache {
+///     #[retryable(attempts = 3)]
+///     fn get_or_load(&mut self) -> Result<&String, Busy> {
+///         if self.value.is_none() {
+///             self.value = Some(String::from("loaded"));
+///         }
+///         Ok(self.value.as_ref().unwrap())
+///     }
+/// }
+/// ```
+///
+/// ```
+/// # use retry_kit::{retryable, Classify};
+/// # #[derive(Debug, Classify)] #[classify(transient)] struct Busy;
+/// # struct Cache { value: Option<String> }
+/// impl Cache {
+///     #[retryable(attempts = 3)]
+///     fn load(&mut self) -> Result<(), Busy> {
+///         if self.value.is_none() {
+///             self.value = Some(String::from("loaded"));
+///         }
+///         Ok(())
+///     }
+///
+///     fn get_or_load(&mut self) -> Result<&String, Busy> {
+///         self.load()?;
+///         Ok(self.value.as_ref().expect("load() filled it"))
+///     }
+/// }
+/// # let mut cache = Cache { value: None };
+/// # assert_eq!(cache.get_or_load().unwrap(), "loaded");
+/// ```
+///
+/// # With other attributes
+///
+/// - `#[async_trait]`: put `#[retryable]` on the method inside the `#[async_trait]` impl (or on
+///   a default method of the trait). The retry loop goes inside the boxed future, which stays
+///   `Send` whenever the body's future is, so the method works behind `Arc<dyn Trait>`.
+/// - `#[tracing::instrument]`: either order gives one span per call with the retry events
+///   inside it (and `err`/`ret` events once per call). With `#[tracing::instrument]` above,
+///   the loop goes around the function's own block inside tracing's span; should a future
+///   tracing-attributes version hide that block, the expansion is a compile error that says to
+///   put `#[retryable]` above `#[tracing::instrument]`, the order that always works.
+///
+/// ```
+/// use retry_kit::retryable;
+/// use std::{io, sync::Arc};
+///
+/// #[async_trait::async_trait]
+/// trait Store: Send + Sync {
+///     async fn get(&self, key: String) -> io::Result<Vec<u8>>;
+/// }
+///
+/// struct Disk;
+///
+/// #[async_trait::async_trait]
+/// impl Store for Disk {
+///     #[retryable(attempts = 3, base = "10ms")]
+///     async fn get(&self, key: String) -> io::Result<Vec<u8>> {
+///         Ok(key.as_bytes().to_vec()) // `key` is borrowed afresh by every attempt
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store: Arc<dyn Store> = Arc::new(Disk);
+/// let value = tokio::spawn(async move { store.get("k".into()).await }).await.unwrap();
+/// assert_eq!(value.unwrap(), b"k");
+/// # }
+/// ```
+///
+/// # Testing
+///
+/// Sync calls: `testing::record_sleeps(|| ...)`; async calls:
+/// `testing::record_sleeps_async(future)`, on any runtime and clock, which needs no tokio
+/// feature beyond what runs the test (`macros`, `rt`). Or run the test under
+/// `#[tokio::test(start_paused = true)]`, which needs tokio's `test-util` feature. Neither
+/// sleeps for real; both let deadlines and breakers see the time pass.
 #[proc_macro_attribute]
 pub fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
     retryable::retryable(attr.into(), item.into()).into()

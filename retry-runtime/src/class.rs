@@ -4,7 +4,6 @@
 //! with enough context to tell a lock timeout from a permission denial. A generic wrapper at the
 //! top of a call sees a type and a message; the error type itself knows what it means.
 
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,52 +108,6 @@ pub trait Classify {
     /// stops the loop instead.
     fn retry_after(&self) -> Option<Duration> {
         None
-    }
-}
-
-/// The built-in table for I/O errors, by [`io::ErrorKind`].
-///
-/// | kinds | class |
-/// | --- | --- |
-/// | `ConnectionReset`, `ConnectionAborted`, `ConnectionRefused`, `Interrupted`, `WouldBlock`, `BrokenPipe`, `HostUnreachable`, `NetworkUnreachable`, `NetworkDown`, `ResourceBusy`, `NotConnected` | transient |
-/// | `TimedOut` | idempotent-only: the peer may have acted on the request |
-/// | everything else (`NotFound`, `PermissionDenied`, `InvalidInput`, `InvalidData`, `Unsupported`, `UnexpectedEof`, ...) | permanent |
-///
-/// Kinds not named here, including ones the standard library adds later, are permanent: an
-/// unknown failure is not retried into a struggling dependency.
-///
-/// ```
-/// use retry_kit::{Classify, ErrorClass};
-/// use std::io;
-///
-/// let reset = io::Error::from(io::ErrorKind::ConnectionReset);
-/// assert_eq!(reset.class(), ErrorClass::Transient);
-/// let missing = io::Error::from(io::ErrorKind::NotFound);
-/// assert_eq!(missing.class(), ErrorClass::Permanent);
-/// ```
-impl Classify for io::Error {
-    fn class(&self) -> ErrorClass {
-        io_kind_class(self.kind())
-    }
-}
-
-/// The class of an [`io::ErrorKind`], as documented on the `Classify for io::Error` impl.
-pub fn io_kind_class(kind: io::ErrorKind) -> ErrorClass {
-    use io::ErrorKind as K;
-    match kind {
-        K::ConnectionReset
-        | K::ConnectionAborted
-        | K::ConnectionRefused
-        | K::Interrupted
-        | K::WouldBlock
-        | K::BrokenPipe
-        | K::HostUnreachable
-        | K::NetworkUnreachable
-        | K::NetworkDown
-        | K::ResourceBusy
-        | K::NotConnected => ErrorClass::Transient,
-        K::TimedOut => ErrorClass::IdempotentOnly,
-        _ => ErrorClass::Permanent,
     }
 }
 

@@ -5,7 +5,9 @@
 //! - under `#[tokio::test(start_paused = true)]`, `now` is tokio's paused clock (with the
 //!   `tokio` feature), and async sleeps are tokio sleeps;
 //! - inside [`testing::record_sleeps`](crate::testing::record_sleeps), `now` is a virtual clock
-//!   on this thread that sync sleeps advance instead of sleeping.
+//!   on this thread that sync sleeps advance instead of sleeping; inside
+//!   [`testing::record_sleeps_async`](crate::testing::record_sleeps_async) the same clock is
+//!   installed around every poll of the recorded future, and async sleeps advance it too.
 
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
@@ -87,35 +89,70 @@ fn sleep_virtual(d: Duration) {
     }
 }
 
-/// Run `f` with this thread's sleeps made virtual; return what it returned and the sleeps.
-pub(crate) fn with_virtual_time<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) {
-    struct Restore {
-        clock: Option<(Instant, Duration)>,
-        recorded: Vec<Duration>,
+/// Inside [`testing::record_sleeps`](crate::testing::record_sleeps) or
+/// [`testing::record_sleeps_async`](crate::testing::record_sleeps_async): record `d` and advance
+/// the virtual clock by it instead of sleeping, and say so. An async loop asks this before it
+/// awaits its sleep; outside a recording it costs one thread-local read.
+#[inline]
+pub fn virtual_sleep(d: Duration) -> bool {
+    if VIRTUAL.with(|v| v.get().is_some()) {
+        sleep_virtual(d);
+        return true;
     }
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            VIRTUAL.with(|v| v.set(self.clock));
-            let outer = std::mem::take(&mut self.recorded);
-            RECORDED.with(|r| *r.borrow_mut() = outer);
+    false
+}
+
+/// A virtual clock and its log of sleeps, kept outside the thread-locals while it is not
+/// entered: a sync recording enters it once, an async one around every poll of its future.
+pub(crate) struct VirtualTime {
+    clock: Option<(Instant, Duration)>,
+    recorded: Vec<Duration>,
+}
+
+impl VirtualTime {
+    /// A virtual clock starting now: at the current virtual time inside another recording (a
+    /// nested recording starts its own log and continues the outer time), else the real time.
+    pub(crate) fn starting_now() -> Self {
+        VirtualTime {
+            clock: Some((now(), Duration::ZERO)),
+            recorded: Vec::new(),
         }
     }
-    // A nested `record_sleeps` starts its own log and continues the outer virtual time.
-    let outer_clock = VIRTUAL.with(Cell::get);
-    let start = match outer_clock {
-        Some((origin, advanced)) => Virtual { origin, advanced }.now(),
-        None => real_now(),
+
+    /// Make this the thread's clock until the guard drops (also on unwind).
+    pub(crate) fn enter(&mut self) -> EnteredTime<'_> {
+        self.swap();
+        EnteredTime(self)
+    }
+
+    /// The sleeps recorded so far.
+    pub(crate) fn into_recorded(self) -> Vec<Duration> {
+        self.recorded
+    }
+
+    fn swap(&mut self) {
+        VIRTUAL.with(|v| self.clock = v.replace(self.clock));
+        RECORDED.with(|r| std::mem::swap(&mut *r.borrow_mut(), &mut self.recorded));
+    }
+}
+
+/// A [`VirtualTime`] installed on this thread; dropping it restores what was there before.
+pub(crate) struct EnteredTime<'a>(&'a mut VirtualTime);
+
+impl Drop for EnteredTime<'_> {
+    fn drop(&mut self) {
+        self.0.swap();
+    }
+}
+
+/// Run `f` with this thread's sleeps made virtual; return what it returned and the sleeps.
+pub(crate) fn with_virtual_time<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) {
+    let mut time = VirtualTime::starting_now();
+    let out = {
+        let _entered = time.enter();
+        f()
     };
-    let outer_recorded = RECORDED.with(|r| std::mem::take(&mut *r.borrow_mut()));
-    let restore = Restore {
-        clock: outer_clock,
-        recorded: outer_recorded,
-    };
-    VIRTUAL.with(|v| v.set(Some((start, Duration::ZERO))));
-    let out = f();
-    let slept = RECORDED.with(|r| std::mem::take(&mut *r.borrow_mut()));
-    drop(restore);
-    (out, slept)
+    (out, time.into_recorded())
 }
 
 /// The sleep the async loop awaits by default: tokio's, skipping zero-length waits (tokio rounds

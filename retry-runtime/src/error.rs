@@ -42,24 +42,6 @@ impl fmt::Display for TimedOut {
 
 impl std::error::Error for TimedOut {}
 
-/// An `io::Error` of kind [`TimedOut`](std::io::ErrorKind::TimedOut), which the built-in
-/// `io::Error` table classifies idempotent-only too, so functions returning `io::Result` can use
-/// `attempt_timeout`.
-///
-/// ```
-/// use retry_kit::TimedOut;
-/// use std::{io, time::Duration};
-///
-/// let err = io::Error::from(TimedOut::after(Duration::from_secs(1)));
-/// assert_eq!(err.kind(), io::ErrorKind::TimedOut);
-/// assert!(err.get_ref().unwrap().is::<TimedOut>());
-/// ```
-impl From<TimedOut> for std::io::Error {
-    fn from(timed_out: TimedOut) -> Self {
-        std::io::Error::new(std::io::ErrorKind::TimedOut, timed_out)
-    }
-}
-
 impl Classify for TimedOut {
     fn class(&self) -> ErrorClass {
         ErrorClass::IdempotentOnly

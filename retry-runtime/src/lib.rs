@@ -11,6 +11,8 @@
 //! | --- | --- |
 //! | [`class`] | [`ErrorClass`], [`Classify`] and the built-in `std::io::Error` table |
 //! | [`error`] | the crate's own errors, [`TimedOut`] and [`CircuitOpen`] |
+//! | [`io`] | `Classify for std::io::Error`, and the crate's errors carried inside one |
+//! | [`fresh`] | a fresh copy of each `mut` argument for every attempt |
 //! | [`policy`] | [`RetryPolicy`], backoff shapes and [`Jitter`]: pure functions of attempt and draw |
 //! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
 //! | [`adaptive`] | [`AdaptivePolicy`]: attempts and delays adjusted from recent failure rate and latency |
@@ -19,7 +21,7 @@
 //! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
-//! | [`testing`] | [`testing::record_sleeps`] and [`testing::seed_jitter`] |
+//! | [`testing`] | [`testing::record_sleeps`], [`testing::record_sleeps_async`] and [`testing::seed_jitter`] |
 //! | `http` | (feature `http`) the HTTP status table, `Retry-After`, `StatusError` |
 //! | `reqwest` | (feature `reqwest`) `Classify for reqwest::Error`, `error_for_status` |
 //! | `tonic` | (feature `tonic`) `Classify for tonic::Status`, `grpc-retry-pushback-ms` |
@@ -33,6 +35,8 @@ pub mod class;
 pub mod clock;
 pub mod context;
 pub mod error;
+pub mod fresh;
+pub mod io;
 pub mod observe;
 pub mod policy;
 mod rng;

@@ -51,8 +51,9 @@
 //! `idempotent` is right for a `GET`; leave it off for a `POST` and a 502 or a read timeout
 //! stops the loop instead of repeating the write.
 
-use crate::class::{Classify, ErrorClass, io_kind_class};
+use crate::class::{Classify, ErrorClass};
 use crate::http::{StatusError, is_failure, status_class};
+use crate::io::io_kind_class;
 use std::error::Error as _;
 use std::io;
 

@@ -1065,7 +1065,7 @@ impl<'p, C, H, K, T> Retry<'p, C, H, K, T> {
                             Step::Retry(delay) => delay,
                         }
                     };
-                    if !delay.is_zero() {
+                    if !clock::virtual_sleep(delay) && !delay.is_zero() {
                         sleep(delay).await;
                     }
                 }

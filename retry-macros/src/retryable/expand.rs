@@ -6,6 +6,8 @@
 //! never cloned.
 
 use super::args::{self, Args, BackoffKind, Dur, Errors, JitterKind, NestedKind, Setting};
+use super::fresh::{self, Binding};
+use super::shape::{self, Body};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::ext::IdentExt;
@@ -15,7 +17,7 @@ use syn::{Ident, ItemFn, Path, ReturnType, Type};
 pub(crate) fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let args = args::parse(attr, &mut errors);
-    let func: ItemFn = match syn::parse2(item.clone()) {
+    let mut func: ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
         Err(e) => {
             errors.at_span(
@@ -25,9 +27,12 @@ pub(crate) fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
             return with_errors(errors, item);
         }
     };
-    let ret = validate(&args, &func, &mut errors);
+    let mut bindings = fresh::take_from_signature(&mut func.sig, &mut errors);
+    let (body, declared) = Body::of(&mut func, &mut bindings, &mut errors);
+    let is_async = func.sig.asyncness.is_some() || matches!(body, Body::AsyncTrait);
+    let ret = validate(&args, &func, is_async, declared, &mut errors);
     match (errors.into_result(), ret) {
-        (Ok(()), Some(ret)) => expand(&args, func, ret),
+        (Ok(()), Some(ret)) => expand(&args, func, &body, ret, is_async, &bindings),
         (result, _) => {
             let errors = result.err().map(|e| e.to_compile_error());
             // Still emit the function as written, so the rest of the crate type-checks and
@@ -42,8 +47,15 @@ fn with_errors(errors: Errors, item: TokenStream) -> TokenStream {
     quote!(#errors #item)
 }
 
-/// Check what the arguments and the signature allow together; return the declared return type.
-fn validate(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<Type> {
+/// Check what the arguments and the signature allow together; return the declared return type
+/// (`declared` for an `#[async_trait]` method, whose signature shows only the boxed future).
+fn validate(
+    args: &Args,
+    func: &ItemFn,
+    is_async: bool,
+    declared: Option<Type>,
+    errors: &mut Errors,
+) -> Option<Type> {
     let sig = &func.sig;
     if let Some(constness) = &sig.constness {
         errors.at(
@@ -57,7 +69,6 @@ fn validate(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<Type> {
             "`#[retryable]` cannot apply to a variadic function",
         );
     }
-    let is_async = sig.asyncness.is_some();
     if !is_async {
         if let Some(s) = &args.attempt_timeout {
             errors.at(
@@ -80,6 +91,9 @@ fn validate(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<Type> {
             );
         }
     }
+    if declared.is_some() {
+        return declared;
+    }
     match &sig.output {
         ReturnType::Type(_, ty) => Some((**ty).clone()),
         ReturnType::Default => {
@@ -95,7 +109,14 @@ fn validate(args: &Args, func: &ItemFn, errors: &mut Errors) -> Option<Type> {
     }
 }
 
-fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
+fn expand(
+    args: &Args,
+    func: ItemFn,
+    body: &Body,
+    ret: Type,
+    is_async: bool,
+    bindings: &[Binding],
+) -> TokenStream {
     let krate: Path = match &args.krate {
         Some(s) => s.value.clone(),
         None => syn::parse_quote!(::retry_kit),
@@ -104,7 +125,7 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
         attrs,
         vis,
         sig,
-        block,
+        mut block,
         ..
     } = func;
     // Inner attributes (`#![allow(...)]` at the top of the body) stay at the top of the body.
@@ -113,8 +134,10 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
         .partition(|a| matches!(a.style, syn::AttrStyle::Outer));
     let ret_span = ret.span();
     let erased = erase_impl_trait(ret.clone());
-    // Without syn's `extra-traits`, compare the tokens.
-    let had_impl_trait = quote!(#erased).to_string() != quote!(#ret).to_string();
+    // Without syn's `extra-traits`, compare the tokens; a `_` left by `#[async_trait]` in place
+    // of an `impl Trait` counts as one too.
+    let had_impl_trait =
+        quote!(#erased).to_string() != quote!(#ret).to_string() || contains_infer(&quote!(#ret));
     let ret = erased;
 
     let call = Ident::new("__rk", Span::mixed_site());
@@ -145,51 +168,69 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
     ));
     let admit = &protection.admit;
     let timed_setup = &protection.timed_setup;
-
-    let attempt = if sig.asyncness.is_some() {
-        match &protection.timeout {
-            Some((limit, timed_out)) => {
-                let timer = match &args.sleep {
-                    Some(s) => {
-                        let path = &s.value;
-                        quote!(#path(#limit))
-                    }
-                    None => quote!(#krate::__private::sleep(#limit)),
-                };
-                let result = Ident::new("__rk_timed", Span::mixed_site());
-                quote!({
-                    let #result = #call
-                        .attempt_async(#krate::__private::timed::<#ret, _, _>(async #block, #timer, #limit))
-                        .await;
-                    #call.settle_timed(#result, #timed_out)
-                })
-            }
-            None => quote!(#call.attempt_async::<#ret, _>(async #block).await),
-        }
+    let prelude = fresh::prelude(bindings, &krate);
+    // A result that borrows (`Result<&T, E>`) is the usual cause of a borrow error between
+    // attempts (a body returning a borrow of data it mutates): such errors then point at the
+    // return type rather than at the attribute.
+    let wrapper_span = if borrows(&quote!(#ret)) {
+        ret_span
     } else {
-        quote!(#call.attempt_sync::<#ret, _>(|| #block))
+        Span::call_site()
     };
-    let sleep = if sig.asyncness.is_some() {
-        match &args.sleep {
+    let closure = quote_spanned!(wrapper_span=> ||);
+    let async_block = quote_spanned!(wrapper_span=> async);
+
+    let sleep = if is_async {
+        let sleep = match &args.sleep {
             Some(s) => {
                 let path = &s.value;
-                quote!(if !#delay.is_zero() { #path(#delay).await })
+                quote!(#path(#delay).await)
             }
             // tokio's `Sleep` awaited directly, not through an `async fn` wrapper, so the
             // wrapper's state does not add to the size of every retryable future.
-            None => {
-                quote!(if !#delay.is_zero() { #krate::__private::tokio_sleep(#delay).await })
-            }
-        }
+            None => quote!(#krate::__private::tokio_sleep(#delay).await),
+        };
+        // Inside `testing::record_sleeps_async` the wait is recorded instead.
+        quote!(if !#krate::__private::virtual_sleep(#delay) && !#delay.is_zero() { #sleep })
     } else {
         quote!(#call.sleep(#delay))
     };
-
     let after_call = quote_spanned!(ret_span=> #call.#after(&#out, &#classifier, &mut #hook));
-    quote! {
-        #(#outer)*
-        #vis #sig {
-            #(#inner)*
+
+    // The retry loop around the user's block. It ends with `return`, which leaves whatever
+    // encloses the block: the function, or the `async move` block or `move` closure that
+    // `#[async_trait]` or `#[tracing::instrument]` made of its body, whose output is the
+    // declared outcome type too.
+    let retry_loop = |block: TokenStream| -> TokenStream {
+        let block = if prelude.is_empty() {
+            block
+        } else {
+            quote!({ #prelude #block })
+        };
+        let attempt = if is_async {
+            match &protection.timeout {
+                Some((limit, timed_out)) => {
+                    let timer = match &args.sleep {
+                        Some(s) => {
+                            let path = &s.value;
+                            quote!(#path(#limit))
+                        }
+                        None => quote!(#krate::__private::sleep(#limit)),
+                    };
+                    let result = Ident::new("__rk_timed", Span::mixed_site());
+                    quote!({
+                        let #result = #call
+                            .attempt_async(#krate::__private::timed::<#ret, _, _>(#async_block #block, #timer, #limit))
+                            .await;
+                        #call.settle_timed(#result, #timed_out)
+                    })
+                }
+                None => quote!(#call.attempt_async::<#ret, _>(#async_block #block).await),
+            }
+        } else {
+            quote!(#call.attempt_sync::<#ret, _>(#closure #block))
+        };
+        quote! {
             #policy_setup
             let mut #call = #call_init;
             let #classifier = #classify;
@@ -209,7 +250,54 @@ fn expand(args: &Args, func: ItemFn, ret: Type) -> TokenStream {
                 #sleep
             }
         }
+    };
+
+    let body = match body {
+        Body::Plain => retry_loop(quote!(#block)),
+        Body::AsyncTrait => {
+            shape::wrap_async_trait(&mut block, |block| {
+                let stmts = retry_loop(block);
+                quote!({ #stmts })
+            });
+            let stmts = &block.stmts;
+            quote!(#(#stmts)*)
+        }
+        Body::Instrumented => {
+            let stmts = &block.stmts;
+            let stmts = quote!(#(#stmts)*);
+            // `Body::of` checked that the marked block is there.
+            shape::wrap_instrumented(stmts.clone(), &mut |block| {
+                let stmts = retry_loop(block);
+                quote!({ #stmts })
+            })
+            .unwrap_or(stmts)
+        }
+    };
+    quote! {
+        #(#outer)*
+        #vis #sig {
+            #(#inner)*
+            #body
+        }
     }
+}
+
+/// Whether a type's tokens hold a reference or a lifetime.
+fn borrows(tokens: &TokenStream) -> bool {
+    tokens.clone().into_iter().any(|tt| match tt {
+        proc_macro2::TokenTree::Punct(p) => p.as_char() == '&' || p.as_char() == '\'',
+        proc_macro2::TokenTree::Group(g) => borrows(&g.stream()),
+        _ => false,
+    })
+}
+
+/// Whether `tokens` contain a `_` (an inferred type).
+fn contains_infer(tokens: &TokenStream) -> bool {
+    tokens.clone().into_iter().any(|tt| match tt {
+        proc_macro2::TokenTree::Ident(i) => i == "_",
+        proc_macro2::TokenTree::Group(g) => contains_infer(&g.stream()),
+        _ => false,
+    })
 }
 
 /// The shared protection of `circuit`, `budget` and `attempt_timeout`: how the engine is built,

@@ -2,8 +2,10 @@
 
 mod args;
 mod expand;
+mod fresh;
 #[cfg(test)]
 mod robustness;
+mod shape;
 
 pub(crate) use args::nearest;
 pub(crate) use expand::retryable;

@@ -1,0 +1,45 @@
+//! Every attempt starts from the arguments as the caller passed them.
+//!
+//! `#[retryable]` runs the function's body once per attempt. A `mut` argument taken by value
+//! would otherwise carry one attempt's changes into the next (a cursor advanced, a buffer
+//! drained, a counter scaled twice), so the generated code gives each attempt its own copy:
+//! `let mut n = fresh(&n);` at the top of the attempt. A type that cannot be copied would need
+//! a clone, which the macro never makes on the user's behalf: that is a compile error at the
+//! argument, carried by [`FreshPerAttempt`].
+
+/// A `mut` argument type that each attempt can get a fresh copy of: any `Copy` type.
+#[diagnostic::on_unimplemented(
+    message = "a `mut` argument of `#[retryable]` must be `Copy`, and `{Self}` is not: each attempt starts from the caller's value, and that would need a clone",
+    label = "this `mut` argument is changed by the body, so every attempt needs its own copy",
+    note = "drop `mut` here and make the copy visible in the body: `let mut name = name.clone();`, or take `&mut {Self}` to carry changes across attempts on purpose"
+)]
+pub trait FreshPerAttempt: Copy {}
+
+impl<T: Copy> FreshPerAttempt for T {}
+
+/// A fresh copy of a `mut` argument for one attempt.
+///
+/// ```
+/// use retry_kit::{retryable, Classify};
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(transient)]
+/// struct Busy;
+///
+/// #[retryable(attempts = 3, base = "0ms")]
+/// fn scaled(mut n: u32, fail_first: &mut u32) -> Result<u32, Busy> {
+///     n *= 10; // changes this attempt's copy only
+///     if *fail_first > 0 {
+///         *fail_first -= 1;
+///         return Err(Busy);
+///     }
+///     Ok(n)
+/// }
+///
+/// let mut failures = 2;
+/// assert_eq!(scaled(1, &mut failures).unwrap(), 10); // not 1000
+/// ```
+#[inline(always)]
+pub fn fresh<T: FreshPerAttempt>(value: &T) -> T {
+    *value
+}
