@@ -119,8 +119,11 @@ impl Args {
             .or_else(|| crate_key(&meta.path))
         else {
             // A path such as `a::b = 1`: report it and skip its value.
-            errors.at(&meta.path, unknown_key_message(&path_text(&meta.path)));
-            skip_value(&meta)?;
+            let value = skip_value(&meta)?;
+            errors.at(
+                &meta.path,
+                unknown_key_message(&path_text(&meta.path), value.as_ref()),
+            );
             return Ok(());
         };
         let name = key.to_string();
@@ -129,8 +132,8 @@ impl Args {
             return Ok(());
         }
         if !KEYS.contains(&name.as_str()) {
-            errors.at(&key, unknown_key_message(&name));
-            skip_value(&meta)?;
+            let value = skip_value(&meta)?;
+            errors.at(&key, unknown_key_message(&name, value.as_ref()));
             return Ok(());
         }
         let value = ungroup(meta.value()?.parse()?);
@@ -283,24 +286,97 @@ fn set<T>(slot: &mut Option<Setting<T>>, key: Ident, value: T, errors: &mut Erro
     *slot = Some(Setting { key, value });
 }
 
-fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+/// Skip an unknown key's value, returning it when it is `= expr` (for the suggestion).
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Option<Expr>> {
     if meta.input.peek(syn::Token![=]) {
-        let _: Expr = meta.value()?.parse()?;
-    } else if meta.input.peek(syn::token::Paren) {
+        return Ok(Some(ungroup(meta.value()?.parse()?)));
+    }
+    if meta.input.peek(syn::token::Paren) {
         let _: proc_macro2::Group = meta.input.parse()?;
     }
-    Ok(())
+    Ok(None)
 }
 
-fn unknown_key_message(name: &str) -> String {
-    let hint = match nearest(name, KEYS) {
-        Some(near) => format!("did you mean `{near}`? "),
-        None => String::new(),
-    };
+/// Words other retry libraries use, and the key that means the same here.
+const SYNONYMS: &[(&str, &str)] = &[
+    ("retries", "attempts"),
+    ("max_retries", "attempts"),
+    ("max_retry", "attempts"),
+    ("num_retries", "attempts"),
+    ("retry_count", "attempts"),
+    ("max_attempts", "attempts"),
+    ("max_attempt", "attempts"),
+    ("tries", "attempts"),
+    ("max_tries", "attempts"),
+    ("times", "attempts"),
+    ("delay", "base"),
+    ("initial_delay", "base"),
+    ("min_delay", "base"),
+    ("initial_backoff", "base"),
+    ("initial_interval", "base"),
+    ("interval", "base"),
+    ("wait", "base"),
+    ("step", "base"),
+    ("max_backoff", "max_delay"),
+    ("max_interval", "max_delay"),
+    ("max_wait", "max_delay"),
+    ("cap", "max_delay"),
+    ("timeout", "timeout"),
+    ("total_timeout", "deadline"),
+    ("max_elapsed_time", "deadline"),
+    ("max_elapsed", "deadline"),
+    ("max_duration", "deadline"),
+    ("factor", "multiplier"),
+    ("backoff_factor", "multiplier"),
+    ("exponent", "multiplier"),
+    ("on_retry", "on_failure"),
+    ("on_error", "on_failure"),
+    ("notify", "on_failure"),
+    ("breaker", "circuit"),
+    ("circuit_breaker", "circuit"),
+    ("strategy", "backoff"),
+    ("randomize", "jitter"),
+    ("retry_on", "classify"),
+    ("classifier", "classify"),
+    ("when", "classify"),
+];
+
+fn unknown_key_message(name: &str, value: Option<&Expr>) -> String {
+    let hint = meaning(name, value)
+        .or_else(|| nearest(name, KEYS).map(|near| format!("did you mean `{near}`? ")))
+        .unwrap_or_default();
     format!(
         "unknown `#[retryable]` key `{name}`; {hint}accepted keys: {}",
         KEYS.join(", ")
     )
+}
+
+/// A suggestion by meaning, for a word another retry library uses.
+fn meaning(name: &str, value: Option<&Expr>) -> Option<String> {
+    let word = name.to_ascii_lowercase();
+    let &(word, key) = SYNONYMS.iter().find(|(w, _)| *w == word)?;
+    Some(match key {
+        "timeout" => "did you mean `attempt_timeout` (cancel each attempt after this; async only) or `deadline` (a bound on the whole call, sleeps included)? ".to_owned(),
+        "attempts" if word.contains("retr") => {
+            // A retry count leaves out the first attempt; `attempts` counts it.
+            let example = match value.and_then(int_value) {
+                Some(n) => format!("`{name} = {n}` is `attempts = {}`", n.saturating_add(1)),
+                None => format!("`{name} = n` is `attempts = n + 1`"),
+            };
+            format!("did you mean `attempts`? It counts every attempt, the first included, so {example}. ")
+        }
+        "attempts" => "did you mean `attempts`? (every attempt, the first included) ".to_owned(),
+        key => format!("did you mean `{key}`? "),
+    })
+}
+
+fn int_value(value: &Expr) -> Option<u64> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(n), ..
+        }) => n.base10_parse().ok(),
+        _ => None,
+    }
 }
 
 /// The accepted word closest to `word`, if it is close enough to be a typo.
