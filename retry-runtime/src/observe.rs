@@ -26,14 +26,18 @@
 //! `WARN` events at all (one atomic load decides). Without the feature, none of this is
 //! compiled: no clock read, no check, no field.
 
-use crate::class::ErrorClass;
-use crate::run::{Next, Outcome};
+use crate::run::hook::FmtFn;
+#[cfg(feature = "tracing")]
+use crate::run::hook::Hook;
+use crate::run::outcome::Outcome;
+#[cfg(feature = "tracing")]
+use crate::run::stop::Failure;
+#[cfg(feature = "tracing")]
+use crate::run::stop::Next;
 use std::fmt;
 use std::marker::PhantomData;
+#[cfg(feature = "tracing")]
 use std::time::Duration;
-
-/// Formats an error with its `Display` impl.
-pub type FmtFn<E> = fn(&E, &mut fmt::Formatter<'_>) -> fmt::Result;
 
 /// Finds out, for the outcome type `R` (a `Result<T, E>`), whether `E` has a `Display`, by
 /// autoref specialisation: with both [`ViaDisplay`] and [`ViaNothing`] in scope,
@@ -91,19 +95,74 @@ pub const fn no_display<E: ?Sized>() -> Option<FmtFn<E>> {
     None
 }
 
-/// Shows an error through a [`FmtFn`].
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) struct Shown<'e, E: ?Sized>(pub(crate) &'e E, pub(crate) FmtFn<E>);
+/// The hook every loop hands the engine: with the `tracing` feature, the caller's hook wrapped
+/// so that each failed attempt is also an event ([`Traced`]); without it, the hook itself.
+#[cfg(feature = "tracing")]
+pub type Observed<H> = Traced<H>;
 
-impl<E: ?Sized> fmt::Display for Shown<'_, E> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (self.1)(self.0, f)
+/// The hook every loop hands the engine: with the `tracing` feature, the caller's hook wrapped
+/// so that each failed attempt is also an event; without it, the hook itself.
+#[cfg(not(feature = "tracing"))]
+pub type Observed<H> = H;
+
+/// Observe the failed attempts `hook` receives: with the `tracing` feature, as events whose
+/// `fn` field is `name`.
+#[inline]
+pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
+    #[cfg(feature = "tracing")]
+    {
+        Traced { hook, name }
+    }
+    #[cfg(not(feature = "tracing"))]
+    {
+        let _ = name;
+        hook
     }
 }
 
-/// Whether a call should read the clock at its start so that events can report `elapsed_ms`.
+/// A hook that also emits one `tracing` event per failed attempt (feature `tracing`).
+#[cfg(feature = "tracing")]
+#[derive(Debug)]
+pub struct Traced<H> {
+    hook: H,
+    name: &'static str,
+}
+
+#[cfg(feature = "tracing")]
+impl<E, H: Hook<E>> Hook<E> for Traced<H> {
+    const ACTIVE: bool = true;
+
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        if H::ACTIVE {
+            self.hook.on_failure(failure);
+        }
+        let shown = self.hook.display_fn().map(|fmt| Shown(failure.error, fmt));
+        failed_attempt(
+            self.name,
+            failure,
+            shown.as_ref().map(|s| s as &dyn fmt::Display),
+        );
+    }
+
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        self.hook.display_fn()
+    }
+
+    /// To fill `elapsed_ms`, a call reads the clock when it starts if a subscriber is
+    /// interested in `WARN` events at all (one atomic load decides).
+    #[inline]
+    fn wants_clock(&self) -> bool {
+        self.hook.wants_clock() || wants_clock()
+    }
+}
+
+/// Whether a call should read the clock at its start so that events can report `elapsed_ms`:
+/// with the `tracing` feature, when a subscriber is interested in `WARN` events at all (one
+/// atomic load decides); without it, never.
 #[inline]
-pub(crate) fn wants_clock() -> bool {
+pub fn wants_clock() -> bool {
     #[cfg(feature = "tracing")]
     {
         tracing::level_filters::LevelFilter::current() >= tracing::Level::WARN
@@ -114,32 +173,37 @@ pub(crate) fn wants_clock() -> bool {
     }
 }
 
-/// What one event reports.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) struct Event<'a> {
-    pub(crate) function: &'static str,
-    pub(crate) attempt: u32,
-    pub(crate) class: ErrorClass,
-    pub(crate) elapsed: Duration,
-    pub(crate) next: Next,
-    pub(crate) error: Option<&'a dyn fmt::Display>,
+/// Shows an error through a [`FmtFn`].
+#[cfg(feature = "tracing")]
+struct Shown<'e, E: ?Sized>(&'e E, FmtFn<E>);
+
+#[cfg(feature = "tracing")]
+impl<E: ?Sized> fmt::Display for Shown<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (self.1)(self.0, f)
+    }
 }
 
 /// Emit the event for one failed attempt.
 #[cfg(feature = "tracing")]
 #[cold]
-pub(crate) fn failed_attempt(event: &Event<'_>) {
+fn failed_attempt<E>(
+    function: &'static str,
+    failure: &Failure<'_, E>,
+    error: Option<&dyn fmt::Display>,
+) {
     use tracing::field::display;
-    let elapsed_ms = millis(event.elapsed);
-    let error = event.error.map(display);
-    match event.next {
+    let elapsed_ms = millis(failure.elapsed);
+    let error = error.map(display);
+    let class = failure.class.as_str();
+    match failure.next {
         // `fn` is a keyword, so the field names are written in the braced, quoted form.
         Next::Retry(delay) => tracing::debug!(
             target: "retry_kit",
             {
-                "fn" = event.function,
-                "attempt" = event.attempt,
-                "class" = event.class.as_str(),
+                "fn" = function,
+                "attempt" = failure.attempt,
+                "class" = class,
                 "delay_ms" = millis(delay),
                 "elapsed_ms" = elapsed_ms,
                 "error" = error,
@@ -149,9 +213,9 @@ pub(crate) fn failed_attempt(event: &Event<'_>) {
         Next::Stop(reason) => tracing::warn!(
             target: "retry_kit",
             {
-                "fn" = event.function,
-                "attempt" = event.attempt,
-                "class" = event.class.as_str(),
+                "fn" = function,
+                "attempt" = failure.attempt,
+                "class" = class,
                 "reason" = reason.as_str(),
                 "elapsed_ms" = elapsed_ms,
                 "error" = error,

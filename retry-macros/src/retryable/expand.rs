@@ -141,8 +141,6 @@ fn expand(
     let ret = erased;
 
     let call = Ident::new("__rk", Span::mixed_site());
-    let out = Ident::new("__rk_out", Span::mixed_site());
-    let delay = Ident::new("__rk_delay", Span::mixed_site());
     let classifier = Ident::new("__rk_classifier", Span::mixed_site());
     let hook = Ident::new("__rk_hook", Span::mixed_site());
     // Type errors about the outcome (not a `Result`, an error without `Classify`) point at the
@@ -150,9 +148,7 @@ fn expand(
     let after = Ident::new("after", ret_span);
 
     let (policy_setup, policy_ref) = policy(args, &krate);
-    let needs_clock = args.on_failure.is_some();
     let classify = classifier_expr(args, &krate);
-    let observed = observed(args, &sig.ident, &krate);
     let hook_expr = match &args.on_failure {
         Some(s) => {
             let path = &s.value;
@@ -161,13 +157,16 @@ fn expand(
         None => quote!(#krate::__private::NoHook),
     };
     let hook_expr = described(hook_expr, &ret, had_impl_trait, &krate);
-
+    let name = syn::LitStr::new(&sig.ident.unraw().to_string(), sig.ident.span());
+    // The clock is read at the start for `Failure::elapsed` when there is a hook, and for
+    // `tracing` events when a subscriber listens.
+    let needs_clock = match &args.on_failure {
+        Some(_) => quote!(true),
+        None => quote!(#krate::__private::wants_clock()),
+    };
     let protection = Protection::new(args, &krate, &call, &ret);
-    let call_init = protection.call_init(quote!(
-        #krate::__private::Call::new(#policy_ref, #needs_clock) #observed
-    ));
+    let equip = &protection.equip;
     let admit = &protection.admit;
-    let timed_setup = &protection.timed_setup;
     let prelude = fresh::prelude(bindings, &krate);
     // A result that borrows (`Result<&T, E>`) is the usual cause of a borrow error between
     // attempts (a body returning a borrow of data it mutates): such errors then point at the
@@ -179,86 +178,64 @@ fn expand(
     };
     let closure = quote_spanned!(wrapper_span=> ||);
     let async_block = quote_spanned!(wrapper_span=> async);
-
-    let sleep = if is_async {
-        let sleep = match &args.sleep {
-            Some(s) => {
-                let path = &s.value;
-                quote!(#path(#delay).await)
-            }
-            // tokio's `Sleep` awaited directly, not through an `async fn` wrapper, so the
-            // wrapper's state does not add to the size of every retryable future.
-            None => quote!(#krate::__private::tokio_sleep(#delay).await),
-        };
-        // Inside `testing::record_sleeps_async` the wait is recorded instead.
-        quote!(if !#krate::__private::virtual_sleep(#delay) && !#delay.is_zero() { #sleep })
-    } else {
-        quote!(#call.sleep(#delay))
+    let sleep = match &args.sleep {
+        Some(s) => {
+            let path = &s.value;
+            quote!(#path)
+        }
+        // tokio's `Sleep` awaited directly, not through an `async fn` wrapper, so the
+        // wrapper's state does not add to the size of every retryable future.
+        None => quote!(#krate::__private::tokio_sleep),
     };
-    let after_call = quote_spanned!(ret_span=> #call.#after(&#out, &#classifier, &mut #hook));
 
-    // The retry loop around the user's block. It ends with `return`, which leaves whatever
-    // encloses the block: the function, or the `async move` block or `move` closure that
-    // `#[async_trait]` or `#[tracing::instrument]` made of its body, whose output is the
-    // declared outcome type too.
+    // The engine and the crate's one loop (the same `Retry` expands) around the user's block:
+    // an expression whose value is the call's outcome. A breaker that refuses the first attempt
+    // `return`s, which leaves whatever encloses the block: the function, or the `async move`
+    // block or `move` closure that `#[async_trait]` or `#[tracing::instrument]` made of its
+    // body, whose output is the declared outcome type too.
     let retry_loop = |block: TokenStream| -> TokenStream {
         let block = if prelude.is_empty() {
             block
         } else {
             quote!({ #prelude #block })
         };
-        let attempt = if is_async {
-            match &protection.timeout {
+        let run = if is_async {
+            let attempt = match &protection.timeout {
                 Some((limit, timed_out)) => {
-                    let timer = match &args.sleep {
-                        Some(s) => {
-                            let path = &s.value;
-                            quote!(#path(#limit))
-                        }
-                        None => quote!(#krate::__private::sleep(#limit)),
-                    };
                     let result = Ident::new("__rk_timed", Span::mixed_site());
                     quote!({
                         let #result = #call
-                            .attempt_async(#krate::__private::timed::<#ret, _, _>(#async_block #block, #timer, #limit))
+                            .attempt_async(#krate::__private::timed::<#ret, _, _>(#async_block #block, #sleep(#limit), #limit))
                             .await;
-                        #call.settle_timed(#result, #timed_out)
+                        #call.settle_timed(#result, |t| ::core::result::Result::Err(#timed_out(t)))
                     })
                 }
                 None => quote!(#call.attempt_async::<#ret, _>(#async_block #block).await),
-            }
+            };
+            quote!(#krate::__private::retry_async!(
+                #call.#after(&#classifier, &mut #hook) <- #attempt, sleep: #sleep
+            ))
         } else {
-            quote!(#call.attempt_sync::<#ret, _>(#closure #block))
+            quote!(#krate::__private::retry_sync!(
+                #call.#after(&#classifier, &mut #hook) <- #call.attempt_sync::<#ret, _>(#closure #block)
+            ))
         };
-        quote! {
+        let timed_setup = &protection.timed_setup;
+        quote!({
             #policy_setup
-            let mut #call = #call_init;
             let #classifier = #classify;
-            let mut #hook = #hook_expr;
+            let mut #hook = #krate::__private::observed(#hook_expr, concat!(module_path!(), "::", #name));
+            let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock) #equip;
             #timed_setup
             #admit
-            loop {
-                // The outcome goes out of scope before the sleep, so an async future does
-                // not keep it (an error, possibly large) alive across the await.
-                let #delay = {
-                    let #out = #attempt;
-                    match #after_call {
-                        #krate::__private::Step::Return => return #out,
-                        #krate::__private::Step::Retry(#delay) => #delay,
-                    }
-                };
-                #sleep
-            }
-        }
+            #run
+        })
     };
 
     let body = match body {
         Body::Plain => retry_loop(quote!(#block)),
         Body::AsyncTrait => {
-            shape::wrap_async_trait(&mut block, |block| {
-                let stmts = retry_loop(block);
-                quote!({ #stmts })
-            });
+            shape::wrap_async_trait(&mut block, retry_loop);
             let stmts = &block.stmts;
             quote!(#(#stmts)*)
         }
@@ -266,11 +243,7 @@ fn expand(
             let stmts = &block.stmts;
             let stmts = quote!(#(#stmts)*);
             // `Body::of` checked that the marked block is there.
-            shape::wrap_instrumented(stmts.clone(), &mut |block| {
-                let stmts = retry_loop(block);
-                quote!({ #stmts })
-            })
-            .unwrap_or(stmts)
+            shape::wrap_instrumented(stmts.clone(), &mut { retry_loop }).unwrap_or(stmts)
         }
     };
     quote! {
@@ -280,6 +253,22 @@ fn expand(
             #body
         }
     }
+}
+
+/// `tokens` with every span set to `span`, so that an error about them is reported there.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = group.into();
+            }
+            tt.set_span(span);
+            tt
+        })
+        .collect()
 }
 
 /// Whether a type's tokens hold a reference or a lifetime.
@@ -300,14 +289,14 @@ fn contains_infer(tokens: &TokenStream) -> bool {
     })
 }
 
-/// The shared protection of `circuit`, `budget` and `attempt_timeout`: how the engine is built,
-/// the first attempt's admission, and the timeout of each attempt.
+/// The shared protection of `adaptive`, `circuit`, `budget` and `attempt_timeout`: how the
+/// engine is equipped, the first attempt's admission, and the timeout of each attempt.
 struct Protection {
-    /// `.circuit(..)` and `.budget(..)` calls on the new `Call`.
-    builder: TokenStream,
+    /// `.adaptive(..)`, `.circuit(..)` and `.budget(..)` calls on the new `Call`.
+    equip: TokenStream,
     /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
     admit: TokenStream,
-    /// Before the loop: the conversion of a timeout into the outcome type.
+    /// Before the loop: the conversion of a timeout into the error type.
     timed_setup: TokenStream,
     /// The limit expression and the name of the conversion, with `attempt_timeout`.
     timeout: Option<(TokenStream, Ident)>,
@@ -315,23 +304,29 @@ struct Protection {
 
 impl Protection {
     fn new(args: &Args, krate: &Path, call: &Ident, ret: &Type) -> Self {
-        let mut builder = TokenStream::new();
+        let mut equip = TokenStream::new();
         let mut admit = TokenStream::new();
+        if let Some(s) = &args.adaptive {
+            let path = &s.value;
+            // A path that is not an adaptive policy is reported at the path.
+            let source = quote_spanned!(path.span()=> &#path as &dyn #krate::__private::Adapt);
+            equip.extend(quote!(.adaptive(#source)));
+        }
         if let Some(s) = &args.circuit {
             let path = &s.value;
             // Spanned at the path, so a value of the wrong type is reported there.
             let of = quote_spanned!(path.span()=> #krate::__private::breaker_of(&#path));
-            builder.extend(quote!(.circuit(#of)));
+            equip.extend(quote!(.circuit(#of)));
             // A missing `From<CircuitOpen>` is reported at the `circuit` key.
-            let method = Ident::new("circuit_open", s.key.span());
             let refused = Ident::new("__rk_refused", Span::mixed_site());
             let open = Ident::new("__rk_open", Span::mixed_site());
+            let at_key = respan(quote!(#ret), s.key.span());
+            let conversion =
+                quote_spanned!(s.key.span()=> #krate::__private::circuit_open::<#at_key>());
             admit = quote! {
-                #[allow(unused_imports)]
-                use #krate::__private::{CircuitOpenMissing as _, CircuitOpenViaFrom as _};
-                let #refused = (&#krate::__private::Convert::<#ret>::NEW).#method();
+                let #refused = #conversion;
                 if let ::core::result::Result::Err(#open) = #call.admit() {
-                    return #refused(#open);
+                    return ::core::result::Result::Err(#refused(#open));
                 }
             };
         }
@@ -339,32 +334,26 @@ impl Protection {
             let path = &s.value;
             // Spanned at the path, so a value of the wrong type is reported there.
             let of = quote_spanned!(path.span()=> #krate::__private::budget_of(&#path));
-            builder.extend(quote!(.budget(#of)));
+            equip.extend(quote!(.budget(#of)));
         }
         let (timed_setup, timeout) = match &args.attempt_timeout {
             Some(s) => {
-                let method = Ident::new("timed_out", s.key.span());
                 let timed_out = Ident::new("__rk_timed_out", Span::mixed_site());
-                let setup = quote! {
-                    #[allow(unused_imports)]
-                    use #krate::__private::{TimedOutMissing as _, TimedOutViaFrom as _};
-                    let #timed_out = (&#krate::__private::Convert::<#ret>::NEW).#method();
-                };
+                // A missing `From<TimedOut>` is reported at the `attempt_timeout` key.
+                let at_key = respan(quote!(#ret), s.key.span());
+                let conversion =
+                    quote_spanned!(s.key.span()=> #krate::__private::timed_out::<#at_key>());
+                let setup = quote!(let #timed_out = #conversion;);
                 (setup, Some((duration(s.value, krate), timed_out)))
             }
             None => (TokenStream::new(), None),
         };
         Protection {
-            builder,
+            equip,
             admit,
             timed_setup,
             timeout,
         }
-    }
-
-    fn call_init(&self, new: TokenStream) -> TokenStream {
-        let builder = &self.builder;
-        quote!(#new #builder)
     }
 }
 
@@ -445,21 +434,6 @@ fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
         quote!(const #name: #krate::RetryPolicy = #builder;),
         quote!(&#name),
     )
-}
-
-/// The calls that follow `Call::new`: the function's path for `tracing` events, and the adaptive
-/// policy if one is named.
-fn observed(args: &Args, ident: &Ident, krate: &Path) -> TokenStream {
-    let name = syn::LitStr::new(&ident.unraw().to_string(), ident.span());
-    let mut chain = quote!(.named(concat!(module_path!(), "::", #name)));
-    if let Some(s) = &args.adaptive {
-        let path = &s.value;
-        let span = path.span();
-        // A path that is not an adaptive policy is reported at the path.
-        let source = quote_spanned!(span=> &#path as &dyn #krate::__private::Adapt);
-        chain.extend(quote!(.adaptive(#source)));
-    }
-    chain
 }
 
 /// The failure hook paired with the error's `Display`, found by autoref specialisation on the

@@ -1,0 +1,396 @@
+//! The engine: the state of one retried call, and every decision between its attempts.
+//!
+//! A loop ([`retry_sync!`](crate::retry_sync) or [`retry_async!`](crate::retry_async), the
+//! only two in the crate) asks the engine to run an attempt, which makes the attempt visible to
+//! [`current_attempt`](crate::current_attempt), then hands it the outcome and gets back either
+//! "return it" (`None`) or "sleep this long, then go again" (`Some(delay)`). The success path
+//! reads no clock, draws no random number and allocates nothing unless a deadline or a hook
+//! asks for time.
+
+use super::classifier::Classifier;
+use super::hook::Hook;
+use super::outcome::Outcome;
+use super::protection::{Protected, Protection, Unprotected};
+use super::stop::{Failure, Next, StopReason};
+use crate::adaptive::{Adapt, Tuning};
+use crate::breaker::CircuitBreaker;
+use crate::budget::RetryBudget;
+use crate::class::ErrorClass;
+use crate::clock;
+use crate::context::{self, CallCtx, Entered};
+use crate::error::{CircuitOpen, TimedOut};
+use crate::policy::{Nested, RetryPolicy};
+use crate::rng;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// The state of one retried call: the engine behind every loop in this crate.
+///
+/// [`Retry`](crate::Retry) and the code `#[retryable]` generates drive it the same way, through
+/// the crate's one sync loop and one async loop:
+///
+/// ```
+/// use retry_kit::__private::{ByTrait, Call, NoHook};
+/// use retry_kit::RetryPolicy;
+/// use std::io;
+///
+/// let policy = RetryPolicy::new().attempts(3).base(std::time::Duration::ZERO);
+/// let mut call = Call::new(&policy, false);
+/// let mut calls = 0;
+/// let out = loop {
+///     let out = call.attempt_sync(|| {
+///         calls += 1;
+///         if calls < 2 { Err(io::Error::from(io::ErrorKind::ConnectionReset)) } else { Ok(calls) }
+///     });
+///     match call.after(&out, &ByTrait, &mut NoHook) {
+///         None => break out,
+///         Some(delay) => call.sleep(delay),
+///     }
+/// };
+/// assert_eq!(out.unwrap(), 2);
+/// ```
+///
+/// `S` is the shared protection the call carries: none ([`Unprotected`], what [`Call::new`]
+/// makes) or, once [`adaptive`](Call::adaptive), [`circuit`](Call::circuit) or
+/// [`budget`](Call::budget) is set, [`Protected`]. A type rather than `Option` fields, so that a
+/// call without protection keeps none of its state (not in its stack frame, not across the
+/// awaits of an async retryable future) and checks none of it on the success path.
+#[derive(Debug)]
+pub struct Call<'p, S = Unprotected> {
+    policy: &'p RetryPolicy,
+    ctx: CallCtx,
+    start: Option<Instant>,
+    previous: Duration,
+    max_attempts: u32,
+    /// Inside another call's attempt with `nested = "once"`: a single attempt.
+    single: bool,
+    /// The running attempt was cut off by `attempt_timeout` (see `settle_timed`): its class is
+    /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no
+    /// [`Protected`] state.
+    timed_out: bool,
+    protection: S,
+}
+
+impl<'p> Call<'p> {
+    /// Start a call. `needs_clock` asks for the start time to be read even without a deadline
+    /// (for [`Failure::elapsed`]); pass the hook's [`Hook::wants_clock`].
+    // Always inlined, so that with a `const` policy and no hook the clock branch folds away
+    // and the success path is a thread-local read and a few stores; the clock work itself
+    // stays out of line in `clocked`.
+    #[inline(always)]
+    pub fn new(policy: &'p RetryPolicy, needs_clock: bool) -> Self {
+        let inherited = context::inherited();
+        let (start, deadline) = if needs_clock || policy.deadline.is_some() {
+            Self::clocked(policy, inherited.deadline)
+        } else {
+            (None, inherited.deadline)
+        };
+        let single = inherited.inside_attempt && policy.nested == Nested::Once;
+        let max_attempts = if single { 1 } else { policy.attempts.max(1) };
+        Call {
+            policy,
+            ctx: CallCtx::new(deadline),
+            start,
+            previous: policy.base,
+            max_attempts,
+            single,
+            timed_out: false,
+            protection: Unprotected,
+        }
+    }
+
+    /// The start time, and the effective deadline: this call's own or the inherited one,
+    /// whichever comes first.
+    #[inline(never)]
+    fn clocked(
+        policy: &RetryPolicy,
+        inherited: Option<Instant>,
+    ) -> (Option<Instant>, Option<Instant>) {
+        let start = clock::now();
+        // A deadline too far away to represent is no deadline.
+        let own = policy.deadline.and_then(|budget| start.checked_add(budget));
+        let deadline = match (own, inherited) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (Some(start), deadline)
+    }
+}
+
+impl<'p, S: Protection<'p>> Call<'p, S> {
+    /// The same call with [`Protected`] state (unchanged if it already has it).
+    #[inline]
+    pub(super) fn protected(self) -> Call<'p, Protected<'p>> {
+        Call {
+            policy: self.policy,
+            ctx: self.ctx,
+            start: self.start,
+            previous: self.previous,
+            max_attempts: self.max_attempts,
+            single: self.single,
+            timed_out: self.timed_out,
+            protection: self.protection.into_protected(),
+        }
+    }
+
+    /// Adjust this call by an adaptive policy: its attempts, first delay and multiplier are
+    /// tuned now, from the policy's window, and every attempt is recorded into it.
+    ///
+    /// Under `nested = "once"` inside another attempt the call still makes a single attempt
+    /// (and still records it).
+    pub fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p>> {
+        let policy = self.policy;
+        let tuned = source.tune(Tuning {
+            attempts: policy.attempts,
+            base: policy.base,
+            multiplier: policy.multiplier,
+        });
+        let tuned = policy
+            .attempts(tuned.attempts)
+            .base(tuned.base)
+            .multiplier(tuned.multiplier);
+        let mut call = self.protected();
+        if !call.single {
+            call.max_attempts = tuned.attempts;
+        }
+        call.previous = tuned.base;
+        call.protection.adapt(source, tuned);
+        call
+    }
+
+    /// Consult `breaker` before every attempt of this call. Call [`admit`](Self::admit) before
+    /// the first one.
+    #[inline]
+    pub fn circuit(self, breaker: &'p CircuitBreaker) -> Call<'p, Protected<'p>> {
+        let mut call = self.protected();
+        call.protection.breaker = Some(breaker);
+        call
+    }
+
+    /// Charge this call's failures to `budget` and ask it before every retry.
+    #[inline]
+    pub fn budget(self, budget: &'p RetryBudget) -> Call<'p, Protected<'p>> {
+        let mut call = self.protected();
+        call.protection.budget = Some(budget);
+        call
+    }
+
+    /// Ask the breaker (if any) for the first attempt. On `Err`, make no attempt: return the
+    /// refusal, converted into the call's error type.
+    #[inline]
+    pub fn admit(&mut self) -> Result<(), CircuitOpen> {
+        self.protection.admit()
+    }
+
+    /// The policy in force: the declared one, or its adaptive adjustment.
+    #[inline]
+    fn policy(&self) -> &RetryPolicy {
+        self.protection.tuned().unwrap_or(self.policy)
+    }
+
+    /// The number of attempts started so far.
+    #[inline]
+    pub fn attempt(&self) -> u32 {
+        self.ctx.attempt()
+    }
+
+    /// The effective deadline: this call's own, or an enclosing call's if that comes first.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.ctx.deadline
+    }
+
+    /// Run one attempt of a sync body, visible to `current_attempt()` while it runs.
+    #[inline]
+    pub fn attempt_sync<R, F: FnOnce() -> R>(&mut self, body: F) -> R {
+        self.ctx.begin_attempt();
+        self.protection.begin_attempt();
+        let _entered: Entered<'_> = self.ctx.enter();
+        body()
+    }
+
+    /// Wrap one attempt of an async body, visible to `current_attempt()` on every poll.
+    #[inline]
+    pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, F> {
+        self.ctx.begin_attempt();
+        self.protection.begin_attempt();
+        InAttempt {
+            ctx: &mut self.ctx,
+            body,
+        }
+    }
+
+    /// Turn the result of a [`timed`](super::timeout::timed) attempt into the attempt's
+    /// outcome, converting a timeout with `on_timeout` and remembering that it timed out (its
+    /// class is idempotent-only).
+    #[inline]
+    pub fn settle_timed<R>(
+        &mut self,
+        result: Result<R, TimedOut>,
+        on_timeout: impl FnOnce(TimedOut) -> R,
+    ) -> R {
+        match result {
+            Ok(outcome) => outcome,
+            Err(timed_out) => {
+                self.timed_out = true;
+                on_timeout(timed_out)
+            }
+        }
+    }
+
+    /// Decide what follows an attempt's outcome, calling the hook once if it failed: `None`,
+    /// return the outcome (it succeeded, or the loop stops); `Some(delay)`, sleep this long and
+    /// make the next attempt.
+    #[inline]
+    pub fn after<R, C, H>(&mut self, outcome: &R, classifier: &C, hook: &mut H) -> Option<Duration>
+    where
+        R: Outcome,
+        C: Classifier<R::Error>,
+        H: Hook<R::Error>,
+    {
+        match outcome.error() {
+            None => {
+                // Nothing when unprotected: the success path is the attempt counter and the
+                // thread-local pointer.
+                self.protection.succeeded();
+                None
+            }
+            Some(error) => self.failed(error, classifier, hook),
+        }
+    }
+
+    #[cold]
+    fn failed<E, C, H>(&mut self, error: &E, classifier: &C, hook: &mut H) -> Option<Duration>
+    where
+        C: Classifier<E>,
+        H: Hook<E>,
+    {
+        let class = if std::mem::take(&mut self.timed_out) {
+            ErrorClass::IdempotentOnly
+        } else {
+            classifier.class(error)
+        };
+        self.protection.failed(class);
+        let next = match self.stop_for_class(class) {
+            Some(reason) => Next::Stop(reason),
+            None => {
+                let next = self.schedule(classifier.retry_after(error));
+                self.protection.admit_retry(next)
+            }
+        };
+        if H::ACTIVE {
+            hook.on_failure(&Failure {
+                attempt: self.attempt(),
+                error,
+                class,
+                elapsed: self.elapsed(),
+                next,
+            });
+        }
+        match next {
+            Next::Retry(delay) => Some(delay),
+            Next::Stop(_) => None,
+        }
+    }
+
+    /// A stop decided by the class and the attempt count alone.
+    #[inline]
+    fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
+        match class {
+            ErrorClass::Permanent => return Some(StopReason::Permanent),
+            ErrorClass::IdempotentOnly if !self.policy().idempotent => {
+                return Some(StopReason::NotIdempotent);
+            }
+            _ => {}
+        }
+        if self.attempt() >= self.max_attempts {
+            if self.single && self.policy().attempts > 1 {
+                return Some(StopReason::DeferredToOuter);
+            }
+            return Some(StopReason::AttemptsExhausted);
+        }
+        None
+    }
+
+    /// The wait before the next attempt, or why there is none.
+    #[inline]
+    fn schedule(&mut self, retry_after: Option<Duration>) -> Next {
+        // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
+        // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
+        // wait: no random draw, no arithmetic, no out-of-line call.
+        if self.policy().base.is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
+            self.previous = Duration::ZERO;
+            return Next::Retry(Duration::ZERO);
+        }
+        self.schedule_slow(retry_after)
+    }
+
+    // Out of line, so that `schedule` stays small enough to inline into `failed`: a zero wait
+    // then costs a few compares and no call.
+    #[inline(never)]
+    fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Next {
+        let policy = *self.policy();
+        let jittered = if policy.base.is_zero() {
+            Duration::ZERO
+        } else {
+            let draw = if policy.jitter.needs_draw() {
+                rng::draw()
+            } else {
+                0
+            };
+            policy.jittered_delay(self.attempt(), self.previous, draw)
+        };
+        let wait = match retry_after {
+            Some(hint) if hint > policy.max_delay => {
+                return Next::Stop(StopReason::RetryAfterTooLong);
+            }
+            Some(hint) => jittered.max(hint),
+            None => jittered,
+        };
+        if let Some(deadline) = self.ctx.deadline {
+            // A wait that ends exactly at the deadline is allowed.
+            let ends = clock::now().checked_add(wait);
+            if ends.is_none_or(|ends| ends > deadline) {
+                return Next::Stop(StopReason::DeadlineExceeded);
+            }
+        }
+        self.previous = jittered;
+        Next::Retry(wait)
+    }
+
+    /// Time since the call started, or zero if no clock was read at the start.
+    pub fn elapsed(&self) -> Duration {
+        match self.start {
+            Some(start) => clock::now().saturating_duration_since(start),
+            None => Duration::ZERO,
+        }
+    }
+
+    /// Sleep between sync attempts (virtual inside `testing::record_sleeps`).
+    #[inline]
+    pub fn sleep(&self, delay: Duration) {
+        clock::sleep_sync(delay)
+    }
+}
+
+/// One attempt of an async body, with its call's context installed on every poll.
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct InAttempt<'c, F> {
+    ctx: &'c mut CallCtx,
+    body: F,
+}
+
+impl<F: Future> Future for InAttempt<'_, F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `body` is pinned structurally: it is never moved out of `self`, and
+        // `InAttempt` has no `Drop` impl. `ctx` is a plain reference and is not pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        let _entered = this.ctx.enter();
+        unsafe { Pin::new_unchecked(&mut this.body) }.poll(cx)
+    }
+}

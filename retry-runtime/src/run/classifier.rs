@@ -1,0 +1,70 @@
+//! How the loop decides the class and the wait hint of an error.
+
+use crate::class::{Classify, ErrorClass};
+use std::time::Duration;
+
+/// Decides the class and the wait hint of an error: the [`Classify`] impl ([`ByTrait`]), a
+/// function `Fn(&E) -> ErrorClass` (no hint), or both a class function and a hint function
+/// ([`WithRetryAfter`]).
+#[diagnostic::on_unimplemented(
+    message = "`{E}` does not say whether it is worth retrying: it does not implement `Classify`",
+    label = "the error type of this `Result` needs a `Classify` impl",
+    note = "add `#[derive(Classify)]` with `#[classify(transient | permanent | idempotent_only)]` tags, implement `retry_kit::Classify` by hand, or pass `classify = path::to::fn` taking `&{E}` and returning `ErrorClass`"
+)]
+pub trait Classifier<E: ?Sized> {
+    /// The class of `error`.
+    fn class(&self, error: &E) -> ErrorClass;
+    /// The wait `error` asks for, if any.
+    fn retry_after(&self, error: &E) -> Option<Duration>;
+}
+
+/// Classify errors through their [`Classify`] impl (the default).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ByTrait;
+
+impl<E: Classify + ?Sized> Classifier<E> for ByTrait {
+    #[inline]
+    fn class(&self, error: &E) -> ErrorClass {
+        error.class()
+    }
+    #[inline]
+    fn retry_after(&self, error: &E) -> Option<Duration> {
+        error.retry_after()
+    }
+}
+
+impl<E: ?Sized, F: Fn(&E) -> ErrorClass> Classifier<E> for F {
+    #[inline]
+    fn class(&self, error: &E) -> ErrorClass {
+        self(error)
+    }
+    #[inline]
+    fn retry_after(&self, _: &E) -> Option<Duration> {
+        None
+    }
+}
+
+/// A class function paired with a retry-after function.
+#[derive(Clone, Copy, Debug)]
+pub struct WithRetryAfter<C, A>(pub C, pub A);
+
+impl<E: ?Sized, C, A> Classifier<E> for WithRetryAfter<C, A>
+where
+    C: Fn(&E) -> ErrorClass,
+    A: Fn(&E) -> Option<Duration>,
+{
+    #[inline]
+    fn class(&self, error: &E) -> ErrorClass {
+        (self.0)(error)
+    }
+    #[inline]
+    fn retry_after(&self, error: &E) -> Option<Duration> {
+        (self.1)(error)
+    }
+}
+
+/// `<E as Classify>::class` as a function item, for pairing with a custom retry-after function.
+#[inline]
+pub fn class_of<E: Classify + ?Sized>(error: &E) -> ErrorClass {
+    error.class()
+}

@@ -1,0 +1,95 @@
+//! What receives every failed attempt's record: a user's `on_failure` function, or nothing.
+
+use super::stop::Failure;
+use std::fmt;
+
+/// Formats an error with its `Display` impl.
+pub type FmtFn<E> = fn(&E, &mut fmt::Formatter<'_>) -> fmt::Result;
+
+/// Receives every failed attempt's [`Failure`] record: any `FnMut(&Failure<'_, E>)`, or
+/// [`NoHook`].
+pub trait Hook<E> {
+    /// Whether this hook wants records at all (and so whether the loop reads the clock).
+    const ACTIVE: bool = true;
+    /// Called once per failed attempt.
+    fn on_failure(&mut self, failure: &Failure<'_, E>);
+    /// How to show an error in a `tracing` event, if it can be shown. See
+    /// [`observe`](crate::observe).
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        None
+    }
+    /// Whether the call should read the clock when it starts, so that records carry
+    /// [`Failure::elapsed`].
+    #[inline]
+    fn wants_clock(&self) -> bool {
+        Self::ACTIVE
+    }
+}
+
+/// No failure hook: the loop builds no records and reads no clock for them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHook;
+
+impl<E> Hook<E> for NoHook {
+    const ACTIVE: bool = false;
+    #[inline]
+    fn on_failure(&mut self, _: &Failure<'_, E>) {}
+}
+
+impl<E, F: FnMut(&Failure<'_, E>)> Hook<E> for F {
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        self(failure)
+    }
+}
+
+/// A hook together with the error's `Display` (found by
+/// [`DisplayProbe`](crate::observe::DisplayProbe) in generated code), for `tracing` events.
+pub struct Described<H, E>(pub H, pub Option<FmtFn<E>>);
+
+impl<E, H: Hook<E>> Hook<E> for Described<H, E> {
+    const ACTIVE: bool = H::ACTIVE;
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        self.0.on_failure(failure)
+    }
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        self.1
+    }
+    #[inline]
+    fn wants_clock(&self) -> bool {
+        self.0.wants_clock()
+    }
+}
+
+impl<H: std::fmt::Debug, E> std::fmt::Debug for Described<H, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Described")
+            .field(&self.0)
+            .field(&self.1.is_some())
+            .finish()
+    }
+}
+
+/// A hook whose errors are shown with their `Display` in `tracing` events: what
+/// [`Retry::display_errors`](super::Retry::display_errors) installs.
+#[derive(Clone, Copy, Debug)]
+pub struct Displayed<H>(pub H);
+
+impl<E: std::fmt::Display, H: Hook<E>> Hook<E> for Displayed<H> {
+    const ACTIVE: bool = H::ACTIVE;
+    #[inline]
+    fn on_failure(&mut self, failure: &Failure<'_, E>) {
+        self.0.on_failure(failure)
+    }
+    #[inline]
+    fn display_fn(&self) -> Option<FmtFn<E>> {
+        Some(<E as std::fmt::Display>::fmt)
+    }
+    #[inline]
+    fn wants_clock(&self) -> bool {
+        self.0.wants_clock()
+    }
+}

@@ -1,0 +1,421 @@
+//! Shared protection inside the engine: the adaptive policy, circuit breaker and retry budget a
+//! [`Call`] consults, and how a [`Retry`](super::Retry) builder equips each call with them.
+//!
+//! Where the engine asks:
+//!
+//! - before the first attempt, [`Call::admit`] takes a breaker permit (or is refused);
+//! - after an attempt, the permit is given the outcome (a success, or a failure by class), the
+//!   budget is charged or refunded, and the adaptive window records the attempt;
+//! - when a retry is scheduled, the budget is asked, then the breaker gives the next attempt's
+//!   permit, which is held through the backoff sleep.
+//!
+//! The permit lives in the [`Call`], which lives in the retrying function's frame: if that
+//! frame is dropped mid-attempt (a cancelled future) the permit is released as neither success
+//! nor failure, and if it unwinds (a panicking body) as a failure.
+
+use super::call::Call;
+use super::outcome::{Conversion, Outcome};
+use super::stop::{Next, StopReason};
+use crate::adaptive::Adapt;
+use crate::breaker::{CircuitBreaker, CircuitPermit};
+use crate::budget::RetryBudget;
+use crate::class::ErrorClass;
+use crate::clock;
+use crate::error::CircuitOpen;
+use crate::policy::RetryPolicy;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The shared protection a [`Call`] carries: [`Unprotected`] (none) or [`Protected`]. Every
+/// method is called at the same point of the loop for both; [`Unprotected`]'s do nothing and
+/// inline to nothing.
+pub trait Protection<'p>: Sized {
+    /// The same protection as [`Protected`] state.
+    fn into_protected(self) -> Protected<'p>;
+    /// The adaptive adjustment of the policy, if any.
+    fn tuned(&self) -> Option<&RetryPolicy>;
+    /// An attempt starts.
+    fn begin_attempt(&mut self);
+    /// The attempt succeeded.
+    fn succeeded(&mut self);
+    /// The attempt failed with an error of `class`.
+    fn failed(&mut self, class: ErrorClass);
+    /// Let the budget and then the breaker veto a retry the policy scheduled.
+    fn admit_retry(&mut self, next: Next) -> Next;
+    /// Ask the breaker (if any) for the first attempt.
+    fn admit(&mut self) -> Result<(), CircuitOpen>;
+}
+
+/// No adaptive policy, breaker or budget. Zero-sized: as a call's state it costs nothing, and as
+/// a [`Retry`](super::Retry) builder's protection it equips calls with nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unprotected;
+
+impl<'p> Protection<'p> for Unprotected {
+    #[inline(always)]
+    fn into_protected(self) -> Protected<'p> {
+        Protected::NONE
+    }
+    #[inline(always)]
+    fn tuned(&self) -> Option<&RetryPolicy> {
+        None
+    }
+    #[inline(always)]
+    fn begin_attempt(&mut self) {}
+    #[inline(always)]
+    fn succeeded(&mut self) {}
+    #[inline(always)]
+    fn failed(&mut self, _: ErrorClass) {}
+    #[inline(always)]
+    fn admit_retry(&mut self, next: Next) -> Next {
+        next
+    }
+    #[inline(always)]
+    fn admit(&mut self) -> Result<(), CircuitOpen> {
+        Ok(())
+    }
+}
+
+/// The adaptive policy, breaker, budget and breaker permit of one call, any of them possibly
+/// unset; untouched on success unless one is set.
+pub struct Protected<'p> {
+    adaptive: Option<&'p dyn Adapt>,
+    /// The policy as the adaptive policy adjusted it at the call's start.
+    tuned: Option<RetryPolicy>,
+    /// When the running attempt started, for the adaptive window's latency.
+    attempt_started: Option<Instant>,
+    pub(super) breaker: Option<&'p CircuitBreaker>,
+    pub(super) budget: Option<&'p RetryBudget>,
+    permit: Option<CircuitPermit<'p>>,
+}
+
+impl<'p> Protected<'p> {
+    const NONE: Self = Protected {
+        adaptive: None,
+        tuned: None,
+        attempt_started: None,
+        breaker: None,
+        budget: None,
+        permit: None,
+    };
+
+    /// Record attempts into `source`, whose tuning of the policy is `tuned`.
+    pub(super) fn adapt(&mut self, source: &'p dyn Adapt, tuned: RetryPolicy) {
+        self.adaptive = Some(source);
+        self.tuned = Some(tuned);
+    }
+
+    /// Record the attempt that started in `begin_attempt` into the adaptive window.
+    #[inline]
+    fn end_attempt(&mut self, failed: bool) {
+        if let (Some(source), Some(started)) = (self.adaptive, self.attempt_started.take()) {
+            let ended = clock::now();
+            source.record(failed, ended.saturating_duration_since(started), ended);
+        }
+    }
+
+    #[cold]
+    fn record_success(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.succeeded();
+        }
+        if let Some(budget) = self.budget {
+            budget.record_success();
+        }
+    }
+}
+
+impl<'p> Protection<'p> for Protected<'p> {
+    #[inline]
+    fn into_protected(self) -> Protected<'p> {
+        self
+    }
+    #[inline]
+    fn tuned(&self) -> Option<&RetryPolicy> {
+        self.tuned.as_ref()
+    }
+    #[inline]
+    fn begin_attempt(&mut self) {
+        if self.adaptive.is_some() {
+            self.attempt_started = Some(clock::now());
+        }
+    }
+    #[inline]
+    fn succeeded(&mut self) {
+        self.end_attempt(false);
+        if self.permit.is_some() || self.budget.is_some() {
+            self.record_success();
+        }
+    }
+    #[inline]
+    fn failed(&mut self, class: ErrorClass) {
+        if let Some(permit) = self.permit.take() {
+            permit.record(class);
+        }
+        if let Some(budget) = self.budget {
+            if class != ErrorClass::Permanent {
+                budget.record_failure();
+            }
+        }
+        self.end_attempt(class != ErrorClass::Permanent);
+    }
+    #[inline]
+    fn admit_retry(&mut self, next: Next) -> Next {
+        if !matches!(next, Next::Retry(_)) {
+            return next;
+        }
+        if let Some(budget) = self.budget {
+            if !budget.allows_retry() {
+                return Next::Stop(StopReason::BudgetExhausted);
+            }
+        }
+        if let Some(breaker) = self.breaker {
+            match breaker.try_acquire() {
+                Ok(permit) => self.permit = Some(permit),
+                Err(_) => return Next::Stop(StopReason::CircuitOpen),
+            }
+        }
+        next
+    }
+    #[inline]
+    fn admit(&mut self) -> Result<(), CircuitOpen> {
+        if let Some(breaker) = self.breaker {
+            self.permit = Some(breaker.try_acquire()?);
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Protected<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Protected")
+            .field("adaptive", &self.adaptive.is_some())
+            .field("tuned", &self.tuned)
+            .field("breaker", &self.breaker)
+            .field("budget", &self.budget)
+            .field("permit", &self.permit)
+            .finish()
+    }
+}
+
+/// The shared protection of a [`Retry`](super::Retry) builder once one of
+/// [`circuit`](super::Retry::circuit), [`budget`](super::Retry::budget) or
+/// [`adaptive`](super::Retry::adaptive) is set: the breaker slot `K` ([`NoCircuit`], or a breaker
+/// with the conversion of its refusal), the budget and the adaptive policy.
+#[derive(Clone, Copy)]
+pub struct Shared<'p, K> {
+    pub(super) circuit: K,
+    pub(super) budget: Option<&'p RetryBudget>,
+    pub(super) adaptive: Option<&'p dyn Adapt>,
+}
+
+impl<K: std::fmt::Debug> std::fmt::Debug for Shared<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("circuit", &self.circuit)
+            .field("budget", &self.budget)
+            .field("adaptive", &self.adaptive.is_some())
+            .finish()
+    }
+}
+
+/// A [`Retry`](super::Retry) builder's protection, [`Unprotected`] or [`Shared`], on its way to
+/// [`Shared`] when one more piece is set.
+pub trait IntoShared<'p> {
+    /// The breaker slot it keeps.
+    type Circuit;
+    /// The same protection as [`Shared`].
+    fn into_shared(self) -> Shared<'p, Self::Circuit>;
+}
+
+impl<'p> IntoShared<'p> for Unprotected {
+    type Circuit = NoCircuit;
+    #[inline]
+    fn into_shared(self) -> Shared<'p, NoCircuit> {
+        Shared {
+            circuit: NoCircuit,
+            budget: None,
+            adaptive: None,
+        }
+    }
+}
+
+impl<'p, K> IntoShared<'p> for Shared<'p, K> {
+    type Circuit = K;
+    #[inline]
+    fn into_shared(self) -> Shared<'p, K> {
+        self
+    }
+}
+
+/// How a [`Retry`](super::Retry) builder's protection equips each call, for errors of type `E`:
+/// [`Unprotected`] leaves it unprotected; [`Shared`] makes it [`Protected`] and asks the breaker
+/// for the first attempt, turning a refusal into an `E`.
+pub trait Equip<'p, E> {
+    /// The call's protection state.
+    type State: Protection<'p>;
+    /// Equip `call`; `Err` when the breaker refuses the first attempt.
+    fn equip(&self, call: Call<'p>) -> Result<Call<'p, Self::State>, E>;
+}
+
+impl<'p, E> Equip<'p, E> for Unprotected {
+    type State = Unprotected;
+    #[inline(always)]
+    fn equip(&self, call: Call<'p>) -> Result<Call<'p>, E> {
+        Ok(call)
+    }
+}
+
+impl<'p, E, K: CircuitSlot<'p, E>> Equip<'p, E> for Shared<'p, K> {
+    type State = Protected<'p>;
+    fn equip(&self, call: Call<'p>) -> Result<Call<'p, Protected<'p>>, E> {
+        let mut call = match self.adaptive {
+            Some(source) => call.adaptive(source),
+            None => call.protected(),
+        };
+        if let Some(budget) = self.budget {
+            call = call.budget(budget);
+        }
+        if let Some((breaker, refused)) = self.circuit.slot() {
+            call = call.circuit(breaker);
+            call.admit().map_err(refused)?;
+        }
+        Ok(call)
+    }
+}
+
+/// The breaker slot of a [`Retry`](super::Retry) builder without a breaker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoCircuit;
+
+/// How a [`Retry`](super::Retry) builder finds its breaker, and turns a refused first attempt
+/// into the error type `E`.
+#[diagnostic::on_unimplemented(
+    message = "a circuit breaker needs `impl From<CircuitOpen>` for the error type `{E}`",
+    label = "the error type cannot hold a `CircuitOpen`",
+    note = "when the breaker refuses the first attempt, the call returns `Err(E::from(CircuitOpen))` without running the operation",
+    note = "add `impl From<retry_kit::CircuitOpen> for E`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
+)]
+pub trait CircuitSlot<'p, E> {
+    /// The breaker and the conversion, if there is a breaker.
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)>;
+}
+
+impl<E> CircuitSlot<'_, E> for NoCircuit {
+    #[inline]
+    fn slot(&self) -> Option<(&'static CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        None
+    }
+}
+
+impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for &'p CircuitBreaker {
+    #[inline]
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        Some((*self, E::from))
+    }
+}
+
+/// A breaker with its own conversion of a refusal (what [`Retry::circuit_with`](super::Retry::circuit_with) sets).
+impl<'p, E> CircuitSlot<'p, E> for (&'p CircuitBreaker, Conversion<CircuitOpen, E>) {
+    #[inline]
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        Some(*self)
+    }
+}
+
+/// What `#[retryable(circuit = ...)]` accepts: a [`CircuitBreaker`], or a reference or `Arc` of
+/// one.
+#[diagnostic::on_unimplemented(
+    message = "`circuit = ...` takes a path to a `static CircuitBreaker`, not `{Self}`",
+    label = "expected a `CircuitBreaker`"
+)]
+pub trait AsBreaker {
+    /// The breaker.
+    fn as_breaker(&self) -> &CircuitBreaker;
+}
+
+impl AsBreaker for CircuitBreaker {
+    #[inline]
+    fn as_breaker(&self) -> &CircuitBreaker {
+        self
+    }
+}
+
+impl<B: AsBreaker + ?Sized> AsBreaker for &B {
+    #[inline]
+    fn as_breaker(&self) -> &CircuitBreaker {
+        (**self).as_breaker()
+    }
+}
+
+impl<B: AsBreaker + ?Sized> AsBreaker for Arc<B> {
+    #[inline]
+    fn as_breaker(&self) -> &CircuitBreaker {
+        (**self).as_breaker()
+    }
+}
+
+/// The breaker behind `circuit = PATH`.
+#[inline]
+pub fn breaker_of<B: AsBreaker + ?Sized>(breaker: &B) -> &CircuitBreaker {
+    breaker.as_breaker()
+}
+
+/// What `#[retryable(budget = ...)]` accepts: a [`RetryBudget`], or a reference or `Arc` of
+/// one.
+#[diagnostic::on_unimplemented(
+    message = "`budget = ...` takes a path to a `static RetryBudget`, not `{Self}`",
+    label = "expected a `RetryBudget`"
+)]
+pub trait AsBudget {
+    /// The budget.
+    fn as_budget(&self) -> &RetryBudget;
+}
+
+impl AsBudget for RetryBudget {
+    #[inline]
+    fn as_budget(&self) -> &RetryBudget {
+        self
+    }
+}
+
+impl<B: AsBudget + ?Sized> AsBudget for &B {
+    #[inline]
+    fn as_budget(&self) -> &RetryBudget {
+        (**self).as_budget()
+    }
+}
+
+impl<B: AsBudget + ?Sized> AsBudget for Arc<B> {
+    #[inline]
+    fn as_budget(&self) -> &RetryBudget {
+        (**self).as_budget()
+    }
+}
+
+/// The budget behind `budget = PATH`.
+#[inline]
+pub fn budget_of<B: AsBudget + ?Sized>(budget: &B) -> &RetryBudget {
+    budget.as_budget()
+}
+
+/// An error type that can hold a [`CircuitOpen`]: what `#[retryable(circuit = ...)]` requires.
+#[diagnostic::on_unimplemented(
+    message = "`circuit = ...` needs `impl From<CircuitOpen>` for the error type `{Self}`",
+    label = "the error type cannot hold a `CircuitOpen`",
+    note = "when the breaker refuses the first attempt, the function returns `Err(E::from(CircuitOpen))` without running its body",
+    note = "add `impl From<retry_kit::CircuitOpen> for E`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
+)]
+pub trait HoldsCircuitOpen: From<CircuitOpen> {}
+
+impl<E: From<CircuitOpen>> HoldsCircuitOpen for E {}
+
+/// The conversion of a breaker's refusal for the outcome type `R`. Generated code takes it at
+/// the `circuit` key, so that a missing `From<CircuitOpen>` is reported there.
+#[inline]
+pub fn circuit_open<R: Outcome>() -> fn(CircuitOpen) -> R::Error
+where
+    R::Error: HoldsCircuitOpen,
+{
+    <R::Error as From<CircuitOpen>>::from
+}

@@ -1,0 +1,493 @@
+//! The non-macro front end: [`Retry`], a builder over the engine, and
+//! [`RetryPolicy::call`] / [`RetryPolicy::call_async`].
+
+use super::call::Call;
+use super::classifier::{ByTrait, Classifier};
+use super::hook::{Displayed, Hook, NoHook};
+use super::outcome::{Conversion, Outcome};
+use super::protection::{Equip, IntoShared, Shared, Unprotected};
+use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed, timed};
+use crate::adaptive::Adapt;
+use crate::breaker::CircuitBreaker;
+use crate::budget::RetryBudget;
+use crate::class::Classify;
+use crate::clock;
+use crate::error::{CircuitOpen, TimedOut};
+use crate::observe;
+use crate::policy::RetryPolicy;
+use std::future::Future;
+use std::time::Duration;
+
+/// A breaker with its own conversion of a refusal: the slot [`Retry::circuit_with`] sets.
+pub type BreakerWith<'p, E> = (&'p CircuitBreaker, Conversion<CircuitOpen, E>);
+
+/// What one call runs on: the equipped engine, the classifier and the observed hook.
+type Begun<'p, S, C, H> = (Call<'p, S>, C, observe::Observed<H>);
+
+/// The same builder with one of its parts replaced (and its type changed accordingly).
+macro_rules! rebuild {
+    ($retry:ident, classifier: $v:expr) => {
+        rebuild!(@ $retry, $v, $retry.hook, $retry.protection, $retry.timeout)
+    };
+    ($retry:ident, hook: $v:expr) => {
+        rebuild!(@ $retry, $retry.classifier, $v, $retry.protection, $retry.timeout)
+    };
+    ($retry:ident, protection: $v:expr) => {
+        rebuild!(@ $retry, $retry.classifier, $retry.hook, $v, $retry.timeout)
+    };
+    ($retry:ident, timeout: $v:expr) => {
+        rebuild!(@ $retry, $retry.classifier, $retry.hook, $retry.protection, $v)
+    };
+    (@ $retry:ident, $c:expr, $h:expr, $s:expr, $t:expr) => {
+        Retry {
+            policy: $retry.policy,
+            classifier: $c,
+            hook: $h,
+            protection: $s,
+            timeout: $t,
+            #[cfg(feature = "tracing")]
+            name: $retry.name,
+        }
+    };
+}
+
+/// Retry closures without the attribute: a policy plus, optionally, a classifier and a failure
+/// hook, and shared protection. The loop is the one `#[retryable]` expands to, over the same
+/// engine; what each setting costs is chosen by type, so a builder without protection runs the
+/// same code as an attribute without it.
+///
+/// ```
+/// use retry_kit::{ErrorClass, Retry, RetryPolicy, testing};
+/// use std::time::Duration;
+///
+/// let policy = RetryPolicy::fixed(Duration::from_millis(50)).attempts(4);
+/// let mut seen = Vec::new();
+/// let mut tries = 0;
+/// let (result, slept) = testing::record_sleeps(|| {
+///     Retry::new(&policy)
+///         .classify(|code: &u16| if *code == 503 { ErrorClass::Transient } else { ErrorClass::Permanent })
+///         .on_failure(|f: &retry_kit::Failure<'_, u16>| seen.push((f.attempt, *f.error)))
+///         .call(|| {
+///             tries += 1;
+///             if tries < 3 { Err(503u16) } else { Ok("done") }
+///         })
+/// });
+/// assert_eq!(result, Ok("done"));
+/// assert_eq!(seen, [(1, 503), (2, 503)]);
+/// assert_eq!(slept.len(), 2);
+/// assert!(slept.iter().all(|d| *d <= Duration::from_millis(50)));
+/// ```
+#[derive(Debug)]
+#[must_use = "a Retry does nothing until `call` or `call_async`"]
+pub struct Retry<'p, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
+    policy: &'p RetryPolicy,
+    classifier: C,
+    hook: H,
+    /// [`Unprotected`], or the [`Shared`] breaker, budget and adaptive policy.
+    protection: S,
+    /// [`NoTimeout`], or the limit of each attempt of `call_async`.
+    timeout: T,
+    /// The name `tracing` events give; only kept with the `tracing` feature.
+    #[cfg(feature = "tracing")]
+    name: &'static str,
+}
+
+impl<'p> Retry<'p> {
+    /// Retry by `policy`, classifying errors through their [`Classify`] impl.
+    pub const fn new(policy: &'p RetryPolicy) -> Self {
+        Retry {
+            policy,
+            classifier: ByTrait,
+            hook: NoHook,
+            protection: Unprotected,
+            timeout: NoTimeout,
+            #[cfg(feature = "tracing")]
+            name: "closure",
+        }
+    }
+}
+
+impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
+    /// Classify errors with a function (or anything [`Classifier`]) instead of `Classify`.
+    pub fn classify<C2>(self, classifier: C2) -> Retry<'p, C2, H, S, T> {
+        rebuild!(self, classifier: classifier)
+    }
+
+    /// Call `hook` with every failed attempt's [`Failure`](super::Failure) record.
+    pub fn on_failure<H2>(self, hook: H2) -> Retry<'p, C, H2, S, T> {
+        rebuild!(self, hook: hook)
+    }
+
+    /// Show each error's `Display` in `tracing` events (the `error` field). The builder cannot
+    /// detect `Display` by itself, so this opt-in requires it of the error type. It wraps the
+    /// failure hook: call it after [`on_failure`](Self::on_failure), which replaces the hook.
+    pub fn display_errors(self) -> Retry<'p, C, Displayed<H>, S, T> {
+        rebuild!(self, hook: Displayed(self.hook))
+    }
+
+    /// The name `tracing` events give in their `fn` field (default `"closure"`). Without the
+    /// `tracing` feature there are no events, and the name is not kept.
+    pub fn named(self, name: &'static str) -> Self {
+        #[cfg(feature = "tracing")]
+        {
+            let mut retry = self;
+            retry.name = name;
+            retry
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = name;
+            self
+        }
+    }
+
+    /// Adjust attempts and delays by an adaptive policy, and record every attempt into its
+    /// window. See [`AdaptivePolicy`](crate::adaptive::AdaptivePolicy).
+    ///
+    /// ```
+    /// use retry_kit::adaptive::{AdaptivePolicy, Stats, Tuning};
+    /// use retry_kit::{Retry, RetryPolicy, testing};
+    /// use std::{io, time::Duration};
+    ///
+    /// fn outage(s: &Stats, t: Tuning) -> Tuning {
+    ///     if s.failure_rate > 0.5 { Tuning { attempts: 1, ..t } } else { t }
+    /// }
+    /// static ADAPT: AdaptivePolicy = AdaptivePolicy::new(&[outage]).min_samples(4);
+    /// let policy = RetryPolicy::fixed(Duration::from_millis(10)).attempts(4);
+    /// let down = || Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionRefused));
+    ///
+    /// let (_, slept) = testing::record_sleeps(|| Retry::new(&policy).adaptive(&ADAPT).call(down));
+    /// assert_eq!(slept.len(), 3, "the first call retries as declared");
+    /// let (_, slept) = testing::record_sleeps(|| Retry::new(&policy).adaptive(&ADAPT).call(down));
+    /// assert_eq!(slept.len(), 0, "four failures in the window: a single attempt");
+    /// assert_eq!(ADAPT.stats().count, 5);
+    /// ```
+    pub fn adaptive(self, source: &'p dyn Adapt) -> Retry<'p, C, H, Shared<'p, S::Circuit>, T>
+    where
+        S: IntoShared<'p>,
+    {
+        let mut protection = self.protection.into_shared();
+        protection.adaptive = Some(source);
+        rebuild!(self, protection: protection)
+    }
+
+    /// Consult `breaker` before every attempt, as `#[retryable(circuit = ...)]` does: a refused
+    /// first attempt returns `Err(E::from(CircuitOpen))` (so `E: From<CircuitOpen>`), a refused
+    /// retry stops with [`StopReason::CircuitOpen`](super::StopReason::CircuitOpen) and the last error.
+    ///
+    /// ```
+    /// use retry_kit::{CircuitBreaker, CircuitOpen, CircuitState, Classify, Retry, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug, Classify)]
+    /// enum DnsError {
+    ///     #[classify(transient)]
+    ///     ServFail,
+    ///     #[classify(delegate)]
+    ///     Open(CircuitOpen),
+    /// }
+    ///
+    /// impl From<CircuitOpen> for DnsError {
+    ///     fn from(open: CircuitOpen) -> Self {
+    ///         DnsError::Open(open)
+    ///     }
+    /// }
+    ///
+    /// static DNS: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(5);
+    /// let mut calls = 0;
+    /// let result: Result<(), DnsError> = Retry::new(&policy).circuit(&DNS).call(|| {
+    ///     calls += 1;
+    ///     Err(DnsError::ServFail)
+    /// });
+    /// // The second failure opened the breaker, which refused the third attempt: the loop
+    /// // stopped with the last real error.
+    /// assert!(matches!(result, Err(DnsError::ServFail)));
+    /// assert_eq!(calls, 2);
+    /// assert_eq!(DNS.state(), CircuitState::Open);
+    ///
+    /// // A call that starts while it is open makes no attempt.
+    /// let refused: Result<(), DnsError> = Retry::new(&policy).circuit(&DNS).call(|| Ok(()));
+    /// assert!(matches!(refused, Err(DnsError::Open(_))));
+    /// ```
+    pub fn circuit(
+        self,
+        breaker: &'p CircuitBreaker,
+    ) -> Retry<'p, C, H, Shared<'p, &'p CircuitBreaker>, T>
+    where
+        S: IntoShared<'p>,
+    {
+        let shared = self.protection.into_shared();
+        let protection = Shared {
+            circuit: breaker,
+            budget: shared.budget,
+            adaptive: shared.adaptive,
+        };
+        rebuild!(self, protection: protection)
+    }
+
+    /// As [`circuit`](Self::circuit), with `refused` turning the breaker's refusal of a first
+    /// attempt into the error type (instead of `E::from`).
+    pub fn circuit_with<E>(
+        self,
+        breaker: &'p CircuitBreaker,
+        refused: Conversion<CircuitOpen, E>,
+    ) -> Retry<'p, C, H, Shared<'p, BreakerWith<'p, E>>, T>
+    where
+        S: IntoShared<'p>,
+    {
+        let shared = self.protection.into_shared();
+        let protection = Shared {
+            circuit: (breaker, refused),
+            budget: shared.budget,
+            adaptive: shared.adaptive,
+        };
+        rebuild!(self, protection: protection)
+    }
+
+    /// Charge failures to `budget` and ask it before every retry, as
+    /// `#[retryable(budget = ...)]` does: a refused retry stops with
+    /// [`StopReason::BudgetExhausted`](super::StopReason::BudgetExhausted) and the last error.
+    ///
+    /// ```
+    /// use retry_kit::{Retry, RetryBudget, RetryPolicy};
+    /// use std::{io, time::Duration};
+    ///
+    /// // Ten tokens; a retry may start only while more than five are left.
+    /// static RETRIES: RetryBudget = RetryBudget::new(10, 0.1);
+    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(4);
+    /// let mut attempts = 0;
+    /// for _ in 0..4 {
+    ///     let _ = Retry::new(&policy).budget(&RETRIES).call(|| {
+    ///         attempts += 1;
+    ///         Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionRefused))
+    ///     });
+    /// }
+    /// // Four attempts spend four tokens; the next call's first failure leaves five, and its
+    /// // retry is refused; from then on every call makes one attempt.
+    /// assert_eq!(attempts, 4 + 1 + 1 + 1);
+    /// ```
+    pub fn budget(self, budget: &'p RetryBudget) -> Retry<'p, C, H, Shared<'p, S::Circuit>, T>
+    where
+        S: IntoShared<'p>,
+    {
+        let mut protection = self.protection.into_shared();
+        protection.budget = Some(budget);
+        rebuild!(self, protection: protection)
+    }
+
+    /// Cancel each attempt of [`call_async`](Self::call_async) after `limit`, as
+    /// `#[retryable(attempt_timeout = ...)]` does: the attempt's error is
+    /// `E::from(TimedOut)` (so `E: From<TimedOut>`) and its class is idempotent-only. The sync
+    /// [`call`](Self::call) is not available on such a builder.
+    ///
+    /// ```
+    /// use retry_kit::{Retry, RetryPolicy};
+    /// use std::{io, time::Duration};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let policy = RetryPolicy::fixed(Duration::from_secs(1)).attempts(3).idempotent(true);
+    /// let mut attempts = 0;
+    /// let result: Result<(), io::Error> = Retry::new(&policy)
+    ///     .attempt_timeout(Duration::from_secs(2))
+    ///     .call_async(|| {
+    ///         attempts += 1;
+    ///         std::future::pending()
+    ///     })
+    ///     .await;
+    /// assert!(result.unwrap_err().get_ref().unwrap().is::<retry_kit::TimedOut>());
+    /// assert_eq!(attempts, 3);
+    /// # }
+    /// ```
+    pub fn attempt_timeout(self, limit: Duration) -> Retry<'p, C, H, S, AttemptTimeout> {
+        rebuild!(self, timeout: AttemptTimeout(limit))
+    }
+
+    /// As [`attempt_timeout`](Self::attempt_timeout), with `timed_out` turning a timeout into
+    /// the error type (instead of `E::from`).
+    pub fn attempt_timeout_with<E>(
+        self,
+        limit: Duration,
+        timed_out: Conversion<TimedOut, E>,
+    ) -> Retry<'p, C, H, S, (Duration, Conversion<TimedOut, E>)> {
+        rebuild!(self, timeout: (limit, timed_out))
+    }
+
+    /// Run `op` until it succeeds or the policy stops; return its last outcome.
+    #[inline]
+    pub fn call<O: Outcome>(self, mut op: impl FnMut() -> O) -> O
+    where
+        C: Classifier<O::Error>,
+        H: Hook<O::Error>,
+        S: Equip<'p, O::Error>,
+        T: Untimed,
+    {
+        let (mut call, classifier, mut hook) = match self.begin() {
+            Ok(parts) => parts,
+            Err(refused) => return O::failure(refused),
+        };
+        crate::retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(&mut op))
+    }
+
+    /// The engine for one call, equipped with the protection (`Err` when the breaker refuses
+    /// the first attempt), with the classifier and the observed hook.
+    #[inline]
+    fn begin<E>(self) -> Result<Begun<'p, S::State, C, H>, E>
+    where
+        H: Hook<E>,
+        S: Equip<'p, E>,
+    {
+        #[cfg(feature = "tracing")]
+        let hook = observe::observed(self.hook, self.name);
+        #[cfg(not(feature = "tracing"))]
+        let hook = observe::observed(self.hook, "closure");
+        let call = Call::new(self.policy, Hook::<E>::wants_clock(&hook));
+        Ok((self.protection.equip(call)?, self.classifier, hook))
+    }
+
+    /// Run the future `op` makes until one succeeds or the policy stops, sleeping with
+    /// `sleep` between attempts (and timing attempts out with it).
+    pub async fn call_async_with<O, F, Fut, Sl, SlFut>(self, mut op: F, sleep: Sl) -> O
+    where
+        O: Outcome,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = O>,
+        Sl: Fn(Duration) -> SlFut,
+        SlFut: Future<Output = ()>,
+        C: Classifier<O::Error>,
+        H: Hook<O::Error>,
+        S: Equip<'p, O::Error>,
+        T: TimeoutSlot<O::Error>,
+    {
+        let timeout = self.timeout.slot();
+        let (mut call, classifier, mut hook) = match self.begin() {
+            Ok(parts) => parts,
+            Err(refused) => return O::failure(refused),
+        };
+        crate::retry_async!(call.after(&classifier, &mut hook) <- match timeout {
+            None => call.attempt_async(op()).await,
+            Some((limit, timed_out)) => {
+                let result = call.attempt_async(timed(op(), sleep(limit), limit)).await;
+                call.settle_timed(result, |t| O::failure(timed_out(t)))
+            }
+        }, sleep: &sleep)
+    }
+
+    /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.
+    // A plain `fn` returning the inner future, not an `async fn` awaiting it: each `async fn`
+    // layer would keep its own copy of the arguments in the future.
+    #[cfg(feature = "tokio")]
+    pub fn call_async<O, F, Fut>(self, op: F) -> impl Future<Output = O>
+    where
+        O: Outcome,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = O>,
+        C: Classifier<O::Error>,
+        H: Hook<O::Error>,
+        S: Equip<'p, O::Error>,
+        T: TimeoutSlot<O::Error>,
+    {
+        self.call_async_with(op, clock::tokio_sleep)
+    }
+}
+
+impl RetryPolicy {
+    /// Run `op` under this policy, classifying errors with [`Classify`].
+    ///
+    /// ```
+    /// use retry_kit::{testing, RetryPolicy};
+    /// use std::{io, time::Duration};
+    ///
+    /// let policy = RetryPolicy::exponential(Duration::from_millis(10)).attempts(5);
+    /// let mut resets = 2;
+    /// let (result, slept) = testing::record_sleeps(|| {
+    ///     policy.call(|| {
+    ///         if resets > 0 {
+    ///             resets -= 1;
+    ///             return Err(io::Error::from(io::ErrorKind::ConnectionReset));
+    ///         }
+    ///         Ok(42)
+    ///     })
+    /// });
+    /// assert_eq!(result.unwrap(), 42);
+    /// assert_eq!(slept.len(), 2);
+    /// ```
+    #[inline]
+    pub fn call<T, E: Classify>(&self, op: impl FnMut() -> Result<T, E>) -> Result<T, E> {
+        Retry::new(self).call(op)
+    }
+
+    /// Run the futures `op` makes under this policy, sleeping with tokio.
+    ///
+    /// ```
+    /// use retry_kit::RetryPolicy;
+    /// use std::{io, time::Duration};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let policy = RetryPolicy::fixed(Duration::from_secs(1)).attempts(3);
+    /// let start = tokio::time::Instant::now();
+    /// let result: Result<(), io::Error> = policy
+    ///     .call_async(|| async { Err(io::Error::from(io::ErrorKind::ConnectionRefused)) })
+    ///     .await;
+    /// assert!(result.is_err());
+    /// // Two sleeps of at most 1 s each, on tokio's paused clock.
+    /// assert!(start.elapsed() <= Duration::from_secs(2));
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn call_async<T, E, F, Fut>(&self, op: F) -> impl Future<Output = Result<T, E>>
+    where
+        E: Classify,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        // Not an `async fn`, for the reason given on `Retry::call_async`.
+        Retry::new(self).call_async(op)
+    }
+}
+
+/// What `#[retryable(policy = ...)]` accepts: a [`RetryPolicy`] or a reference to one.
+#[diagnostic::on_unimplemented(
+    message = "`policy = ...` takes a `RetryPolicy` or a `&RetryPolicy`, not `{Self}`",
+    label = "expected a `RetryPolicy`"
+)]
+pub trait AsPolicy {
+    /// The policy.
+    fn as_policy(&self) -> &RetryPolicy;
+}
+
+impl AsPolicy for RetryPolicy {
+    #[inline]
+    fn as_policy(&self) -> &RetryPolicy {
+        self
+    }
+}
+
+impl<P: AsPolicy + ?Sized> AsPolicy for &P {
+    #[inline]
+    fn as_policy(&self) -> &RetryPolicy {
+        (**self).as_policy()
+    }
+}
+
+impl<P: AsPolicy + ?Sized> AsPolicy for std::sync::Arc<P> {
+    #[inline]
+    fn as_policy(&self) -> &RetryPolicy {
+        (**self).as_policy()
+    }
+}
+
+impl<P: AsPolicy + ?Sized> AsPolicy for Box<P> {
+    #[inline]
+    fn as_policy(&self) -> &RetryPolicy {
+        (**self).as_policy()
+    }
+}
+
+/// The policy behind `policy = expr`.
+#[inline]
+pub fn policy_of<P: AsPolicy + ?Sized>(policy: &P) -> &RetryPolicy {
+    policy.as_policy()
+}

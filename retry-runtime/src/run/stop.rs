@@ -1,0 +1,131 @@
+//! Why a retry loop stops, what it does after a failed attempt, and the record of that attempt.
+
+use crate::class::ErrorClass;
+use std::time::Duration;
+
+/// Why a retry loop stopped and returned the last error.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StopReason {
+    /// The error is permanent: it would fail the same way again.
+    Permanent,
+    /// The outcome of the attempt is unknown and the function is not declared idempotent.
+    NotIdempotent,
+    /// Every allowed attempt was made.
+    AttemptsExhausted,
+    /// The next wait would end after the deadline.
+    DeadlineExceeded,
+    /// The shared retry budget refused the retry.
+    BudgetExhausted,
+    /// The circuit breaker is open.
+    CircuitOpen,
+    /// The error asked for a wait longer than the policy's `max_delay`.
+    RetryAfterTooLong,
+    /// The call runs inside another retryable call's attempt and is declared
+    /// `nested = "once"`: it made its single attempt and leaves retrying to the outer layer.
+    ///
+    /// A reason of its own rather than `AttemptsExhausted`, because an operator reading
+    /// "attempts exhausted" after attempt 1 of a function declared with 5 attempts would look
+    /// for a bug in the policy; this says the retry is deferred, not given up: the outer
+    /// layer's record of the same failure shows whether it retries.
+    DeferredToOuter,
+}
+
+impl StopReason {
+    /// The snake-case name used in logs and events, such as `attempts_exhausted`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Permanent => "permanent",
+            StopReason::NotIdempotent => "not_idempotent",
+            StopReason::AttemptsExhausted => "attempts_exhausted",
+            StopReason::DeadlineExceeded => "deadline_exceeded",
+            StopReason::BudgetExhausted => "budget_exhausted",
+            StopReason::CircuitOpen => "circuit_open",
+            StopReason::RetryAfterTooLong => "retry_after_too_long",
+            StopReason::DeferredToOuter => "deferred_to_outer",
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens after a failed attempt.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Sleep this long, then make the next attempt.
+    Retry(Duration),
+    /// Stop and return this attempt's error.
+    Stop(StopReason),
+}
+
+/// The record of one failed attempt, as an operator needs it: which attempt, what failed, its
+/// class, how long the call has taken so far, and what happens next.
+///
+/// ```
+/// use retry_kit::{retryable, Classify, Failure, Next, StopReason};
+/// use std::sync::Mutex;
+///
+/// #[derive(Debug, Classify)]
+/// enum DbError {
+///     #[classify(transient)]
+///     Deadlock,
+///     #[classify(permanent)]
+///     UniqueViolation,
+/// }
+///
+/// static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+///
+/// fn record(f: &Failure<'_, DbError>) {
+///     let next = match f.next {
+///         Next::Retry(d) => format!("retry in {d:?}"),
+///         Next::Stop(reason) => format!("stop: {reason}"),
+///         _ => unreachable!(),
+///     };
+///     LOG.lock().unwrap().push(format!("attempt {} {:?} ({}): {next}", f.attempt, f.error, f.class));
+/// }
+///
+/// #[retryable(attempts = 5, base = "0ms", on_failure = record)]
+/// fn insert(errors: &mut Vec<DbError>) -> Result<(), DbError> {
+///     match errors.pop() {
+///         Some(e) => Err(e),
+///         None => Ok(()),
+///     }
+/// }
+///
+/// let mut errors = vec![DbError::UniqueViolation, DbError::Deadlock];
+/// assert!(insert(&mut errors).is_err());
+/// assert_eq!(
+///     *LOG.lock().unwrap(),
+///     [
+///         "attempt 1 Deadlock (transient): retry in 0ns",
+///         "attempt 2 UniqueViolation (permanent): stop: permanent",
+///     ]
+/// );
+/// ```
+#[non_exhaustive]
+#[derive(Debug)]
+pub struct Failure<'a, E> {
+    /// The attempt that failed, starting at 1.
+    pub attempt: u32,
+    /// Its error.
+    pub error: &'a E,
+    /// The error's class.
+    pub class: ErrorClass,
+    /// Time since the first attempt started, attempts and sleeps included.
+    pub elapsed: Duration,
+    /// What the loop does next.
+    pub next: Next,
+}
+
+impl<E> Clone for Failure<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for Failure<'_, E> {}
