@@ -2,10 +2,10 @@
 //! (against the same ring behind a mutex, the obvious alternative), reading the statistics, and
 //! the tuning a call does at its start.
 //!
-//! Run with `cargo bench --bench adaptive`. With 2 threads, the figure is the time one record
-//! takes while another thread records into the same window at the same moment. The `record_at`
-//! rows take the end time from the caller, as the retry loop does (it has just read the clock
-//! for the latency); `record_with_clock` reads the clock itself.
+//! Run with `cargo bench -p retry-kit-benches --bench adaptive`. With 2 threads, the figure is
+//! the time one record takes while another thread records into the same window at the same
+//! moment. The `record_at` rows take the end time from the caller, as the retry loop does (it
+//! has just read the clock for the latency); `record_with_clock` reads the clock itself.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use retry_kit::adaptive::{AdaptivePolicy, Stats, Tuning};

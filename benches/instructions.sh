@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-cargo bench --bench tables --no-run 2>/dev/null
-bin=$(cargo bench --bench tables --no-run --message-format=json 2>/dev/null |
+cargo bench -p retry-kit-benches --bench tables --no-run 2>/dev/null
+bin=$(cargo bench -p retry-kit-benches --bench tables --no-run --message-format=json 2>/dev/null |
   grep -o '"executable":"[^"]*tables[^"]*"' | tail -1 | cut -d'"' -f4)
 count() { # case iters -> instructions
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" --only "$1" --iters "$2" 2>&1 |

@@ -2,7 +2,8 @@
 //! non-macro form against a hand-written loop (the floor) and the popular crates, in one run.
 //!
 //! Run with `bash benches/run.sh` (see benches/README.md), which runs this twice and prints the
-//! medians and ratios; `cargo bench --bench overhead` alone gives criterion's own report.
+//! medians and ratios; `cargo bench -p retry-kit-benches --bench overhead`
+//! alone gives criterion's own report.
 //!
 //! Async cases run on a current-thread tokio runtime with its clock paused: on a real clock
 //! tokio rounds a zero-length sleep up to its 1 ms timer tick, so a crate that sleeps for zero

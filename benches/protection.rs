@@ -2,7 +2,8 @@
 //! record, and the retry budget's check, charge and refund, on one thread and with a second
 //! thread doing the same to the same `static` at the same time.
 //!
-//! Run: `cargo bench --bench protection`. The README's table comes from this bench.
+//! Run: `cargo bench -p retry-kit-benches --bench protection`. The table in benches/README.md comes
+//! from this bench.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use retry_kit::{CircuitBreaker, RetryBudget};

@@ -8,12 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-2}
+# Where criterion saves its baselines and `tables` reads them: the workspace's target directory
+# (CARGO_TARGET_DIR honoured), whichever directory the bench binaries run in.
+target=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+export CRITERION_HOME="$target/criterion"
 # Old baselines would mix into the medians.
-rm -rf target/criterion
+rm -rf "$CRITERION_HOME"
 for i in $(seq 1 "$runs"); do
   echo "== timing run $i of $runs" >&2
-  cargo bench --bench overhead -- --save-baseline "run$i" --noplot >&2
+  cargo bench -p retry-kit-benches --bench overhead -- --save-baseline "run$i" --noplot >&2
 done
 echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr); rustc $(rustc --version | cut -d' ' -f2); $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
-cargo bench --bench tables 2>/dev/null
+cargo bench -p retry-kit-benches --bench tables 2>/dev/null

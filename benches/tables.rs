@@ -309,11 +309,15 @@ fn sizes() {
 // ---------------------------------------------------------------------------------------------
 // Timing summary from the criterion baselines `run.sh` saved.
 
-/// `target/criterion/GROUP/CONTENDER/BASELINE/estimates.json` → median point estimate in ns.
+/// `<target>/criterion/GROUP/CONTENDER/BASELINE/estimates.json` → median point estimate in ns.
 fn timing() {
-    let root = std::path::PathBuf::from(
-        std::env::var("CRITERION_HOME").unwrap_or_else(|_| "target/criterion".to_string()),
-    );
+    // Where criterion saved them: $CRITERION_HOME (run.sh sets it), else as criterion looks,
+    // $CARGO_TARGET_DIR/criterion, else the workspace's target/ (this crate is `benches/`).
+    let root = std::path::PathBuf::from(std::env::var("CRITERION_HOME").unwrap_or_else(|_| {
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target").to_string());
+        format!("{target}/criterion")
+    }));
     // run -> group -> contender -> median ns
     let mut runs: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>> = BTreeMap::new();
     for group in read_dirs(&root) {

@@ -1,16 +1,22 @@
 #![doc = include_str!("tutorial.md")]
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (see [package.metadata.docs.rs]) and labels the modules
+// that need a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::AdaptivePolicy;
 pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry_runtime::http;
 pub use retry_runtime::io::io_kind_class;
 #[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use retry_runtime::reqwest;
 #[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use retry_runtime::tonic;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,

@@ -1,9 +1,10 @@
 //! The jitter study's qualitative results, on a reduced grid of the simulation that
-//! `cargo run --release --example contention` runs in full (N = 50 and 100, 20 runs per point,
-//! instead of N = 10..190 and 100 runs).
+//! `cargo run --release -p retry-kit-benches --example contention` runs in full (N = 50 and 100,
+//! 20 runs per point, instead of N = 10..190 and 100 runs).
 //!
-//! These are the findings of Brooker's 2015 study that the README's reading rests on; if a
-//! change to the jitter code breaks one of them, the README is wrong and this file says so.
+//! These are the findings of Brooker's 2015 study that the reading in
+//! `results/jitter-study/README.md` rests on; if a change to the jitter code breaks one of them,
+//! that reading is wrong and this file says so.
 
 // The example also uses parts of the simulation (CSV names) that the tests do not.
 #[allow(dead_code)]

@@ -2,15 +2,15 @@
 //! retry-kit's own delay code, as a discrete-event simulation (see `sim.rs`).
 //!
 //! ```sh
-//! cargo run --release --example contention -- --out results/
+//! cargo run --release -p retry-kit-benches --example contention
 //! ```
 //!
-//! writes `results/jitter-study/contention.csv` (`clients,algorithm,completion_ms,write_calls`:
+//! writes the repository's `results/jitter-study/contention.csv` (`clients,algorithm,completion_ms,write_calls`:
 //! means over the runs of each point) and `results/jitter-study/contention.svg` (write calls
 //! and completion time against the number of clients, one line per algorithm), and prints the
 //! table and how long the grid took.
 //!
-//! Options: `--out DIR` (default `results`), `--seed N` (default 2015, the seed of the committed
+//! Options: `--out DIR` (default: the repository's `results/`, wherever it is run from), `--seed N` (default 2015, the seed of the committed
 //! results), `--runs N` per point (default 100).
 
 mod sim;
@@ -52,7 +52,8 @@ fn main() {
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut options = Options {
-        out: PathBuf::from("results"),
+        // This crate is `benches/`; the committed results live at the repository's top level.
+        out: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../results")),
         seed: SEED,
         runs: RUNS,
     };

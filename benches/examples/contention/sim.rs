@@ -11,7 +11,8 @@
 //! Time is virtual: an event queue ordered by (time, insertion order) drives the run, so nothing
 //! sleeps, nothing runs on another thread, and a run is a pure function of its seed.
 //!
-//! Included both by the example (`examples/contention/main.rs`) and by `tests/contention.rs`.
+//! Included both by the example (`benches/examples/contention/main.rs`) and by
+//! `benches/tests/contention.rs`.
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{Rng, SeedableRng};

@@ -2,8 +2,8 @@
 //!
 //! `tests/ui/fail/*.rs` must fail to compile with exactly the committed `.stderr`;
 //! `tests/ui/pass/*.rs` must compile (most under `#![deny(warnings, unused_qualifications)]`).
-//! Regenerate snapshots with `TRYBUILD=overwrite cargo test --all-features --test ui` and read
-//! every diff.
+//! Paths here are relative to this crate, `tests/ui/`. Regenerate snapshots with
+//! `TRYBUILD=overwrite cargo test -p retry-kit-ui --all-features` and read every diff.
 //!
 //! A few diagnostics list every type that implements `Classify`, a list the optional
 //! integrations extend; those cases live in `tests/ui/fail-all-features/` and are checked with
@@ -12,14 +12,14 @@
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    t.pass("tests/ui/pass/*.rs");
-    t.compile_fail("tests/ui/fail/*.rs");
+    t.pass("pass/*.rs");
+    t.compile_fail("fail/*.rs");
     if cfg!(all(
         feature = "http",
         feature = "reqwest",
         feature = "tonic",
         feature = "tracing"
     )) {
-        t.compile_fail("tests/ui/fail-all-features/*.rs");
+        t.compile_fail("fail-all-features/*.rs");
     }
 }

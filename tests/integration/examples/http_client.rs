@@ -6,7 +6,7 @@
 //! the second.
 //!
 //! ```sh
-//! cargo run --example http_client --features reqwest
+//! cargo run -p retry-kit-integration --example http_client
 //! ```
 
 use http::StatusCode;
