@@ -5,18 +5,21 @@
 //! non-`move` async block awaited at once), so arguments are borrowed anew by every attempt and
 //! never cloned.
 
-use super::args::{self, Args, BackoffKind, Dur, Errors, JitterKind, NestedKind, Setting};
+use super::attr::{self, Args, Errors, Value};
 use super::fresh::{self, Binding};
+use super::keys::Takes;
 use super::shape::{self, Body};
+use super::valid;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn, Path, ReturnType, Type};
+use syn::{Ident, ItemFn, Path, Type};
 
 pub(crate) fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    let args = args::parse(attr, &mut errors);
+    let args = attr::parse(attr, &mut errors);
+    valid::conflicts(&args, &mut errors);
     let mut func: ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
         Err(e) => {
@@ -30,7 +33,7 @@ pub(crate) fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut bindings = fresh::take_from_signature(&mut func.sig, &mut errors);
     let (body, declared) = Body::of(&mut func, &mut bindings, &mut errors);
     let is_async = func.sig.asyncness.is_some() || matches!(body, Body::AsyncTrait);
-    let ret = validate(&args, &func, is_async, declared, &mut errors);
+    let ret = valid::validate(&args, &func, is_async, declared, &mut errors);
     match (errors.into_result(), ret) {
         (Ok(()), Some(ret)) => expand(&args, func, &body, ret, is_async, &bindings),
         (result, _) => {
@@ -47,68 +50,6 @@ fn with_errors(errors: Errors, item: TokenStream) -> TokenStream {
     quote!(#errors #item)
 }
 
-/// Check what the arguments and the signature allow together; return the declared return type
-/// (`declared` for an `#[async_trait]` method, whose signature shows only the boxed future).
-fn validate(
-    args: &Args,
-    func: &ItemFn,
-    is_async: bool,
-    declared: Option<Type>,
-    errors: &mut Errors,
-) -> Option<Type> {
-    let sig = &func.sig;
-    if let Some(constness) = &sig.constness {
-        errors.at(
-            constness,
-            "`#[retryable]` cannot apply to a `const fn`: retrying needs sleeps and a clock, which do not exist at compile time",
-        );
-    }
-    if let Some(variadic) = &sig.variadic {
-        errors.at(
-            variadic,
-            "`#[retryable]` cannot apply to a variadic function",
-        );
-    }
-    if !is_async {
-        if let Some(s) = &args.attempt_timeout {
-            errors.at(
-                &s.key,
-                "`attempt_timeout` needs an `async fn`: a sync attempt cannot be cancelled from outside; use `deadline` to bound the whole call",
-            );
-        }
-        if let Some(s) = &args.sleep {
-            errors.at(
-                &s.key,
-                "`sleep` only applies to an `async fn`; a sync function sleeps on its thread (virtually inside `testing::record_sleeps`)",
-            );
-        }
-    }
-    if let Some(s) = &args.attempt_timeout {
-        if s.value == (Dur { secs: 0, nanos: 0 }) {
-            errors.at(
-                &s.key,
-                "`attempt_timeout` must be longer than zero: a zero timeout cancels every attempt that waits for anything",
-            );
-        }
-    }
-    if declared.is_some() {
-        return declared;
-    }
-    match &sig.output {
-        ReturnType::Type(_, ty) => Some((**ty).clone()),
-        ReturnType::Default => {
-            errors.at(
-                &sig.ident,
-                format!(
-                    "`#[retryable]` retries functions that return `Result<T, E>`, and `{}` returns nothing; return a `Result` whose error says whether it is worth retrying",
-                    sig.ident
-                ),
-            );
-            None
-        }
-    }
-}
-
 fn expand(
     args: &Args,
     func: ItemFn,
@@ -117,8 +58,8 @@ fn expand(
     is_async: bool,
     bindings: &[Binding],
 ) -> TokenStream {
-    let krate: Path = match &args.krate {
-        Some(s) => s.value.clone(),
+    let krate: Path = match args.path("crate") {
+        Some(path) => path.clone(),
         None => syn::parse_quote!(::retry_kit),
     };
     let ItemFn {
@@ -149,18 +90,15 @@ fn expand(
 
     let (policy_setup, policy_ref) = policy(args, &krate);
     let classify = classifier_expr(args, &krate);
-    let hook_expr = match &args.on_failure {
-        Some(s) => {
-            let path = &s.value;
-            quote!(#path)
-        }
+    let hook_expr = match args.path("on_failure") {
+        Some(path) => quote!(#path),
         None => quote!(#krate::__private::NoHook),
     };
     let hook_expr = described(hook_expr, &ret, had_impl_trait, &krate);
     let name = syn::LitStr::new(&sig.ident.unraw().to_string(), sig.ident.span());
     // The clock is read at the start for `Failure::elapsed` when there is a hook, and for
     // `tracing` events when a subscriber listens.
-    let needs_clock = match &args.on_failure {
+    let needs_clock = match args.get("on_failure") {
         Some(_) => quote!(true),
         None => quote!(#krate::__private::wants_clock()),
     };
@@ -178,11 +116,8 @@ fn expand(
     };
     let closure = quote_spanned!(wrapper_span=> ||);
     let async_block = quote_spanned!(wrapper_span=> async);
-    let sleep = match &args.sleep {
-        Some(s) => {
-            let path = &s.value;
-            quote!(#path)
-        }
+    let sleep = match args.path("sleep") {
+        Some(path) => quote!(#path),
         // tokio's `Sleep` awaited directly, not through an `async fn` wrapper, so the
         // wrapper's state does not add to the size of every retryable future.
         None => quote!(#krate::__private::tokio_sleep),
@@ -306,14 +241,12 @@ impl Protection {
     fn new(args: &Args, krate: &Path, call: &Ident, ret: &Type) -> Self {
         let mut equip = TokenStream::new();
         let mut admit = TokenStream::new();
-        if let Some(s) = &args.adaptive {
-            let path = &s.value;
+        if let Some(path) = args.path("adaptive") {
             // A path that is not an adaptive policy is reported at the path.
             let source = quote_spanned!(path.span()=> &#path as &dyn #krate::__private::Adapt);
             equip.extend(quote!(.adaptive(#source)));
         }
-        if let Some(s) = &args.circuit {
-            let path = &s.value;
+        if let (Some(s), Some(path)) = (args.get("circuit"), args.path("circuit")) {
             // Spanned at the path, so a value of the wrong type is reported there.
             let of = quote_spanned!(path.span()=> #krate::__private::breaker_of(&#path));
             equip.extend(quote!(.circuit(#of)));
@@ -330,23 +263,23 @@ impl Protection {
                 }
             };
         }
-        if let Some(s) = &args.budget {
-            let path = &s.value;
+        if let Some(path) = args.path("budget") {
             // Spanned at the path, so a value of the wrong type is reported there.
             let of = quote_spanned!(path.span()=> #krate::__private::budget_of(&#path));
             equip.extend(quote!(.budget(#of)));
         }
-        let (timed_setup, timeout) = match &args.attempt_timeout {
-            Some(s) => {
+        let limit = args.duration("attempt_timeout");
+        let (timed_setup, timeout) = match (args.get("attempt_timeout"), limit) {
+            (Some(s), Some(limit)) => {
                 let timed_out = Ident::new("__rk_timed_out", Span::mixed_site());
                 // A missing `From<TimedOut>` is reported at the `attempt_timeout` key.
                 let at_key = respan(quote!(#ret), s.key.span());
                 let conversion =
                     quote_spanned!(s.key.span()=> #krate::__private::timed_out::<#at_key>());
                 let setup = quote!(let #timed_out = #conversion;);
-                (setup, Some((duration(s.value, krate), timed_out)))
+                (setup, Some((duration(limit), timed_out)))
             }
-            None => (TokenStream::new(), None),
+            _ => (TokenStream::new(), None),
         };
         Protection {
             equip,
@@ -357,19 +290,23 @@ impl Protection {
     }
 }
 
-/// The statements that make the policy, and an expression of type `&RetryPolicy` naming it.
+/// The statements that make the policy, and an expression of type `&RetryPolicy` naming it:
+/// every key the table marks `on_policy` becomes a call of the builder method of its name.
 fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
-    let mut overrides = TokenStream::new();
-    if let Some(s) = &args.idempotent {
-        let v = s.value;
-        overrides.extend(quote!(.idempotent(#v)));
-    }
-    if let Some(s) = &args.nested {
-        let v = nested(s.value, krate);
-        overrides.extend(quote!(.nested(#v)));
-    }
+    let setters = |on_given: bool| -> TokenStream {
+        args.settings
+            .iter()
+            .filter(|s| s.spec.on_policy && !(on_given && is_shape(s.spec.name)))
+            .map(|s| {
+                let method = Ident::new(s.spec.name, Span::call_site());
+                let value = policy_value(&s.value, &s.spec.takes, krate);
+                quote!(.#method(#value))
+            })
+            .collect()
+    };
 
-    if let Some(Setting { value: expr, .. }) = &args.policy {
+    if let Some(expr) = args.expr("policy") {
+        let overrides = setters(true);
         let value = Ident::new("__rk_policy", Span::mixed_site());
         let span = expr.span();
         let policy_of = quote_spanned!(span=> #krate::__private::policy_of);
@@ -391,49 +328,38 @@ fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
         return (setup, reference);
     }
 
-    let mut builder = quote!(#krate::RetryPolicy::new());
-    if let Some(s) = &args.attempts {
-        let n = s.value;
-        builder.extend(quote!(.attempts(#n)));
-    }
-    if let Some(s) = &args.backoff {
-        let shape = match s.value {
-            BackoffKind::Exponential => quote!(Exponential),
-            BackoffKind::Fixed => quote!(Fixed),
-            BackoffKind::Linear => quote!(Linear),
-        };
-        builder.extend(quote!(.backoff(#krate::Backoff::#shape)));
-    }
-    for (name, setting) in [
-        ("base", &args.base),
-        ("max_delay", &args.max_delay),
-        ("deadline", &args.deadline),
-    ] {
-        if let Some(s) = setting {
-            let method = Ident::new(name, Span::call_site());
-            let d = duration(s.value, krate);
-            builder.extend(quote!(.#method(#d)));
-        }
-    }
-    if let Some(s) = &args.multiplier {
-        let m = s.value;
-        builder.extend(quote!(.multiplier(#m)));
-    }
-    if let Some(s) = &args.jitter {
-        let mode = match s.value {
-            JitterKind::None => quote!(None),
-            JitterKind::Full => quote!(Full),
-            JitterKind::Equal => quote!(Equal),
-            JitterKind::Decorrelated => quote!(Decorrelated),
-        };
-        builder.extend(quote!(.jitter(#krate::Jitter::#mode)));
-    }
-    builder.extend(overrides);
+    let setters = setters(false);
     let name = Ident::new("__RK_POLICY", Span::mixed_site());
     (
-        quote!(const #name: #krate::RetryPolicy = #builder;),
+        quote!(const #name: #krate::RetryPolicy = #krate::RetryPolicy::new() #setters;),
         quote!(&#name),
     )
+}
+
+/// Whether `policy = ...` already fixes the key `name` (a key it excludes).
+fn is_shape(name: &str) -> bool {
+    super::keys::find("policy").is_some_and(|policy| policy.excludes.contains(&name))
+}
+
+/// The argument of a policy builder method for a parsed value.
+fn policy_value(value: &Value, takes: &Takes, krate: &Path) -> TokenStream {
+    match (value, takes) {
+        (Value::Count(n), _) => quote!(#n),
+        (Value::Factor(m), _) => quote!(#m),
+        (Value::Duration(d), _) => duration(*d),
+        (Value::Flag(b), _) => quote!(#b),
+        (Value::Word(variant), Takes::Word { runtime, .. }) => {
+            let runtime = Ident::new(runtime, Span::call_site());
+            let variant = Ident::new(variant, Span::call_site());
+            quote!(#krate::#runtime::#variant)
+        }
+        (Value::Path(path), _) => quote!(#path),
+        (Value::Expr(expr), _) => quote!(#expr),
+        (Value::Word(variant), _) => {
+            let variant = Ident::new(variant, Span::call_site());
+            quote!(#variant)
+        }
+    }
 }
 
 /// The failure hook paired with the error's `Display`, found by autoref specialisation on the
@@ -453,21 +379,15 @@ fn described(hook: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) 
     quote!(#krate::__private::Described(#hook, #display))
 }
 
-fn nested(kind: NestedKind, krate: &Path) -> TokenStream {
-    match kind {
-        NestedKind::Retry => quote!(#krate::Nested::Retry),
-        NestedKind::Once => quote!(#krate::Nested::Once),
-    }
-}
-
-fn duration(d: Dur, krate: &Path) -> TokenStream {
-    let Dur { secs, nanos } = d;
-    quote!(#krate::__private::Duration::new(#secs, #nanos))
+/// A `Duration` as an expression, exactly.
+fn duration(d: std::time::Duration) -> TokenStream {
+    let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
+    quote!(::core::time::Duration::new(#secs, #nanos))
 }
 
 fn classifier_expr(args: &Args, krate: &Path) -> TokenStream {
-    let class = args.classify.as_ref().map(|s| &s.value);
-    let retry_after = args.retry_after.as_ref().map(|s| &s.value);
+    let class = args.path("classify");
+    let retry_after = args.path("retry_after");
     match (class, retry_after) {
         (None, None) => quote!(#krate::__private::ByTrait),
         (Some(class), None) => quote!(#class),

@@ -5,7 +5,7 @@
 //! attempt. `fresh` requires `Copy` (the runtime's `FreshPerAttempt` says why at the argument);
 //! a clone would be a cost the user did not write, so it stays the user's visible choice.
 
-use super::args::Errors;
+use super::attr::Errors;
 use proc_macro2::TokenStream;
 use quote::quote_spanned;
 use syn::{FnArg, Ident, Pat, Path, Signature, Token};

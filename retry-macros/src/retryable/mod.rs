@@ -1,11 +1,15 @@
 //! `#[retryable(...)]`: parse the arguments, validate them against the function, expand.
 
-mod args;
+mod attr;
+mod duration;
 mod expand;
 mod fresh;
+mod keys;
 #[cfg(test)]
 mod robustness;
 mod shape;
+mod suggest;
+mod valid;
 
-pub(crate) use args::nearest;
 pub(crate) use expand::retryable;
+pub(crate) use suggest::nearest;

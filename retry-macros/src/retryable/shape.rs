@@ -12,7 +12,7 @@
 //!   expansion without the mark cannot be taken apart safely: that is an error saying which
 //!   order to use.
 
-use super::args::Errors;
+use super::attr::Errors;
 use super::fresh::{self, Binding};
 use proc_macro2::{Group, TokenStream, TokenTree};
 use syn::{Block, Expr, ItemFn, Pat, Stmt, Type};

@@ -1,0 +1,93 @@
+//! What the arguments and the function allow together: conflicts between keys, and keys the
+//! function's shape rules out.
+
+use super::attr::{Args, Errors, Value};
+use syn::{ItemFn, ReturnType, Type};
+
+/// Keys that the table says cannot be set together, and `multiplier` beside a backoff that is
+/// not exponential.
+pub(crate) fn conflicts(args: &Args, errors: &mut Errors) {
+    for setting in &args.settings {
+        for other in &args.settings {
+            if setting.spec.excludes.contains(&other.spec.name) {
+                errors.at(
+                    &other.key,
+                    format!(
+                        "`{}` cannot be combined with `{} = ...`: {}",
+                        other.key, setting.spec.name, setting.spec.instead
+                    ),
+                );
+            }
+        }
+    }
+    if let (Some(m), Some(backoff)) = (args.get("multiplier"), args.word("backoff")) {
+        if backoff != "Exponential" {
+            errors.at(
+                &m.key,
+                "`multiplier` only applies to `backoff = \"exponential\"`",
+            );
+        }
+    }
+}
+
+/// Check what the arguments and the signature allow together; return the declared return type
+/// (`declared` for an `#[async_trait]` method, whose signature shows only the boxed future).
+pub(crate) fn validate(
+    args: &Args,
+    func: &ItemFn,
+    is_async: bool,
+    declared: Option<Type>,
+    errors: &mut Errors,
+) -> Option<Type> {
+    let sig = &func.sig;
+    if let Some(constness) = &sig.constness {
+        errors.at(
+            constness,
+            "`#[retryable]` cannot apply to a `const fn`: retrying needs sleeps and a clock, which do not exist at compile time",
+        );
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.at(
+            variadic,
+            "`#[retryable]` cannot apply to a variadic function",
+        );
+    }
+    if !is_async {
+        if let Some(s) = args.get("attempt_timeout") {
+            errors.at(
+                &s.key,
+                "`attempt_timeout` needs an `async fn`: a sync attempt cannot be cancelled from outside; use `deadline` to bound the whole call",
+            );
+        }
+        if let Some(s) = args.get("sleep") {
+            errors.at(
+                &s.key,
+                "`sleep` only applies to an `async fn`; a sync function sleeps on its thread (virtually inside `testing::record_sleeps`)",
+            );
+        }
+    }
+    if let Some(s) = args.get("attempt_timeout") {
+        if matches!(s.value, Value::Duration(d) if d.is_zero()) {
+            errors.at(
+                &s.key,
+                "`attempt_timeout` must be longer than zero: a zero timeout cancels every attempt that waits for anything",
+            );
+        }
+    }
+    if declared.is_some() {
+        return declared;
+    }
+    match &sig.output {
+        ReturnType::Type(_, ty) => Some((**ty).clone()),
+        ReturnType::Default => {
+            errors.at(
+                &sig.ident,
+                format!(
+                    "`#[retryable]` retries functions that return `Result<T, E>`, and `{}` returns nothing; return a `Result` whose error says whether it is worth retrying",
+                    sig.ident
+                ),
+            );
+            None
+        }
+    }
+}
