@@ -28,17 +28,16 @@ pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 /// without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use core::time::Duration;
     pub use retry_runtime::adaptive::Adapt;
-    pub use retry_runtime::class::{Classify, ErrorClass, IntoRetryAfter};
+    pub use retry_runtime::class::IntoRetryAfter;
     #[cfg(feature = "tokio")]
-    pub use retry_runtime::clock::{sleep, tokio_sleep};
+    pub use retry_runtime::clock::tokio_sleep;
     pub use retry_runtime::fresh::fresh;
     pub use retry_runtime::observe::{
         DisplayProbe, ViaDisplay, ViaNothing, no_display, observed, wants_clock,
     };
     pub use retry_runtime::run::{
-        AsPolicy, ByTrait, Call, Described, Hook, NoHook, WithRetryAfter, breaker_of, budget_of,
+        AsPolicy, ByTrait, Call, Described, NoHook, WithRetryAfter, breaker_of, budget_of,
         circuit_open, class_of, policy_of, timed, timed_out,
     };
     pub use retry_runtime::{retry_async, retry_sync};

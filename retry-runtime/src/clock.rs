@@ -155,17 +155,9 @@ pub(crate) fn with_virtual_time<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) 
     (out, time.into_recorded())
 }
 
-/// The sleep the async loop awaits by default: tokio's, skipping zero-length waits (tokio rounds
-/// a zero sleep up to its 1 ms timer tick on a real clock).
-#[cfg(feature = "tokio")]
-pub async fn sleep(d: Duration) {
-    if !d.is_zero() {
-        tokio::time::sleep(d).await;
-    }
-}
-
-/// tokio's sleep itself, for loops that skip zero-length waits before calling it. Awaiting this
-/// rather than [`sleep`] keeps an `async fn` wrapper's own state out of every retry future.
+/// tokio's sleep, which the async loop awaits by default (it skips zero-length waits itself:
+/// tokio rounds a zero sleep up to its 1 ms timer tick on a real clock). Awaiting tokio's `Sleep`
+/// directly keeps an `async fn` wrapper's own state out of every retry future.
 #[cfg(feature = "tokio")]
 #[inline]
 pub fn tokio_sleep(d: Duration) -> tokio::time::Sleep {
