@@ -70,7 +70,7 @@ pub struct Call<'p, S = Unprotected> {
     /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no
     /// [`Protected`] state.
     timed_out: bool,
-    protection: S,
+    pub(super) protection: S,
 }
 
 impl<'p> Call<'p> {
@@ -140,6 +140,8 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     ///
     /// Under `nested = "once"` inside another attempt the call still makes a single attempt
     /// (and still records it).
+    // Out of line: the tuning is rare work, and inlined it would bloat every protected call.
+    #[inline(never)]
     pub fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p>> {
         let policy = self.policy;
         let tuned = source.tune(Tuning {

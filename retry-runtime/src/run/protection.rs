@@ -140,7 +140,7 @@ impl<'p> Protection<'p> for Protected<'p> {
             self.attempt_started = Some(clock::now());
         }
     }
-    #[inline]
+    #[inline(always)]
     fn succeeded(&mut self) {
         self.end_attempt(false);
         if self.permit.is_some() || self.budget.is_some() {
@@ -268,16 +268,18 @@ impl<'p, E> Equip<'p, E> for Unprotected {
 
 impl<'p, E, K: CircuitSlot<'p, E>> Equip<'p, E> for Shared<'p, K> {
     type State = Protected<'p>;
+    // Always inlined: left to the optimiser it stayed out of line, 47 more instructions a call
+    // (sync_success_breaker/fn: 317 against 270, by callgrind).
+    #[inline(always)]
     fn equip(&self, call: Call<'p>) -> Result<Call<'p, Protected<'p>>, E> {
         let mut call = match self.adaptive {
             Some(source) => call.adaptive(source),
             None => call.protected(),
         };
-        if let Some(budget) = self.budget {
-            call = call.budget(budget);
-        }
+        // Set in place: every reassignment of the call would be a copy of it.
+        call.protection.budget = self.budget;
         if let Some((breaker, refused)) = self.circuit.slot() {
-            call = call.circuit(breaker);
+            call.protection.breaker = Some(breaker);
             call.admit().map_err(refused)?;
         }
         Ok(call)
