@@ -3,8 +3,9 @@
 
 use retry_kit::testing::{record_sleeps, seed_jitter};
 use retry_kit::{
-    Attempt, CircuitBreaker, CircuitOpen, CircuitState, Classify, ErrorClass, Failure, Jitter,
-    Next, RetryBudget, RetryPolicy, StopReason, TimedOut, current_attempt, retryable,
+    Attempt, CircuitBreaker, CircuitOpen, CircuitState, Classify, ErrorClass, Failure,
+    IdempotencyKey, Jitter, Next, RetryBudget, RetryPolicy, StopReason, TimedOut, current_attempt,
+    retryable,
 };
 use std::fmt::{Debug, Display};
 use std::hash::Hash;
@@ -29,6 +30,17 @@ fn guarded() -> Result<Option<Attempt>, Busy> {
     Ok(current_attempt())
 }
 
+#[retryable(attempts = 2, base = "0ms")]
+fn keys_of_each_attempt(keys: &mut Vec<IdempotencyKey>) -> Result<(), Busy> {
+    let attempt = current_attempt().expect("inside an attempt");
+    keys.push(attempt.idempotency_key());
+    if attempt.number() == 1 {
+        Err(Busy)
+    } else {
+        Ok(())
+    }
+}
+
 impl From<CircuitOpen> for Busy {
     fn from(_: CircuitOpen) -> Self {
         Busy
@@ -50,8 +62,19 @@ fn public_names_have_the_promised_traits_and_const_constructors() {
     let attempt = guarded().unwrap().expect("inside an attempt");
     assert_eq!(attempt.number(), 1);
     let key = attempt.idempotency_key();
-    assert_eq!(key, key);
     assert_eq!(key.to_string().len(), 32);
+    assert!(key.to_string().chars().all(|c| c.is_ascii_hexdigit()));
+    // `Eq`: two calls have different keys; the attempts of one call share theirs.
+    let other = guarded()
+        .unwrap()
+        .expect("inside an attempt")
+        .idempotency_key();
+    assert_ne!(key, other);
+    let mut keys = Vec::new();
+    assert!(keys_of_each_attempt(&mut keys).is_ok());
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0], keys[1]);
+    assert_ne!(keys[0], key);
     assert_eq!(BREAKER.state(), CircuitState::Closed);
     assert_eq!(POLICY.max_attempts(), 2);
 

@@ -227,23 +227,78 @@ fn seeded_jitter_reproduces_the_schedule_and_other_seeds_differ() {
     }
 }
 
-#[retryable(attempts = 4, base = "1s", max_delay = "2s", jitter = "decorrelated")]
+#[retryable(
+    attempts = 6,
+    base = "10ms",
+    max_delay = "10s",
+    jitter = "decorrelated"
+)]
 fn decorrelated_loop() -> Result<(), Down> {
     Err(Down)
 }
 
 #[test]
 fn the_loop_feeds_each_decorrelated_sleep_into_the_next() {
+    // A cap far above the draws, so that `min(3 × previous, cap)` depends on what is fed: were
+    // `previous` reset to `base` after each attempt, no sleep could exceed 3 × base = 30 ms.
+    let mut above_three_bases = 0;
     for seed in 0..200 {
         testing::seed_jitter(seed);
         let slept = testing::record_sleeps(decorrelated_loop).1;
-        let mut previous = secs(1);
+        assert_eq!(slept.len(), 5);
+        let mut previous = ms(10);
         for s in slept {
             assert!(
-                s >= secs(1) && s <= (previous * 3).min(secs(2)),
-                "seed {seed}: {s:?}"
+                s >= ms(10) && s <= (previous * 3).min(secs(10)),
+                "seed {seed}: {s:?} after {previous:?}"
             );
+            if s > ms(30) {
+                above_three_bases += 1;
+            }
             previous = s;
         }
+    }
+    // Fed, most schedules climb past 30 ms within five sleeps (observed: well over half of the
+    // 1000 sleeps); the floor leaves room for any seed.
+    assert!(
+        above_three_bases > 200,
+        "{above_three_bases} of 1000 sleeps above 30 ms"
+    );
+}
+
+#[derive(Debug, PartialEq, Classify)]
+enum Throttled {
+    #[classify(transient)]
+    Wait(#[classify(retry_after)] Duration),
+    #[classify(transient)]
+    Busy,
+}
+
+#[retryable(
+    attempts = 3,
+    base = "10ms",
+    max_delay = "100s",
+    jitter = "decorrelated"
+)]
+fn hinted_then_plain(calls: &mut u32) -> Result<(), Throttled> {
+    *calls += 1;
+    if *calls == 1 {
+        Err(Throttled::Wait(secs(10)))
+    } else {
+        Err(Throttled::Busy)
+    }
+}
+
+#[test]
+fn a_retry_after_hint_lengthens_the_wait_but_is_not_fed_into_decorrelated_jitter() {
+    for seed in 0..50 {
+        testing::seed_jitter(seed);
+        let mut calls = 0;
+        let slept = testing::record_sleeps(|| hinted_then_plain(&mut calls)).1;
+        // The first wait is the server's 10 s (longer than any first draw, at most 30 ms)...
+        assert_eq!(slept[0], secs(10), "seed {seed}");
+        // ...and the next draw grows from the first *jittered* delay (at most 30 ms), so it is
+        // at most 90 ms; fed the 10 s wait it would range up to 30 s.
+        assert!(slept[1] <= ms(90), "seed {seed}: {:?}", slept[1]);
     }
 }

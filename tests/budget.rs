@@ -21,7 +21,9 @@ enum DbError {
 
 static OUTAGE: RetryBudget = RetryBudget::new(20, 1.0);
 
-#[retryable(attempts = 10, base = "10ms", budget = OUTAGE)]
+// More attempts than the budget allows, so the budget alone stops the first call: at 10 attempts
+// the attempt limit would stop it at the same point and hide the budget's boundary.
+#[retryable(attempts = 30, base = "10ms", budget = OUTAGE, on_failure = record_outage)]
 fn outage_call(attempts: &mut u32) -> Result<(), DbError> {
     *attempts += 1;
     Err(DbError::Unavailable)
@@ -36,10 +38,22 @@ fn during_an_outage_retries_stop_below_half_the_tokens() {
             let _ = outage_call(&mut attempts);
         }
     });
-    // Every call makes its first attempt; retries stop once the bucket is at half:
-    // ⌈20 / 2⌉ − 1 = 9 of them in total.
+    // Every call makes its first attempt; retries stop once the bucket is at half (a retry may
+    // start only while tokens exceed 10, so the 10th failure leaves exactly 10 and stops):
+    // ⌈20 / 2⌉ − 1 = 9 of them in total, all in the first call.
     assert_eq!(attempts - calls, 9);
     assert!(!OUTAGE.allows_retry());
+    let stops = OUTAGE_STOPS.lock().unwrap();
+    assert_eq!(stops.len(), calls as usize);
+    assert!(stops.iter().all(|s| *s == StopReason::BudgetExhausted));
+}
+
+static OUTAGE_STOPS: Mutex<Vec<StopReason>> = Mutex::new(Vec::new());
+
+fn record_outage(f: &Failure<'_, DbError>) {
+    if let Next::Stop(reason) = f.next {
+        OUTAGE_STOPS.lock().unwrap().push(reason);
+    }
 }
 
 static RECOVERY: RetryBudget = RetryBudget::new(10, 0.5);

@@ -811,11 +811,19 @@ mod tests {
 
     #[test]
     fn ticks_before_the_origin_are_negative() {
+        // The origin is the first instant any breaker read (perhaps in another test); find it
+        // from a reading now, whichever side of it `now` is.
         let now = Instant::now();
-        let origin = ticks(now);
-        if let Some(earlier) = now.checked_sub(Duration::from_secs(1)) {
-            assert!(ticks(earlier) < origin);
+        let since = ticks(now);
+        let origin = if since >= 0 {
+            now - Duration::from_nanos(since.unsigned_abs())
+        } else {
+            now + Duration::from_nanos(since.unsigned_abs())
+        };
+        assert_eq!(ticks(origin), 0);
+        if let Some(before) = origin.checked_sub(Duration::from_secs(1)) {
+            assert_eq!(ticks(before), -1_000_000_000);
         }
-        assert!(ticks(now + Duration::from_secs(1)) > origin);
+        assert_eq!(ticks(origin + Duration::from_secs(1)), 1_000_000_000);
     }
 }

@@ -176,9 +176,71 @@ fn fields() -> impl Strategy<Value = Text> {
     })
 }
 
+/// A derive input that is correct: an enum whose variants each carry one valid tag (or inherit
+/// a `default`), `retry_after` on `Duration` fields, `delegate` on single-field variants,
+/// `with = path`, sometimes `crate = path`; or a tagged struct. Without these, mangled inputs
+/// almost never reach the expansion of a tag (113 clean derives in 3 000 draws, 4 with a tag).
+fn wellformed() -> impl Strategy<Value = Text> {
+    let class = prop::sample::select(&["transient", "permanent", "idempotent_only"][..]);
+    let variant = (
+        0..6usize,
+        class.clone(),
+        prop::sample::select(&["Duration", "Option<Duration>"][..]),
+    )
+        .prop_map(|(kind, class, duration)| match kind {
+            // `@` stands for the variant's number.
+            0 => format!("#[classify({class})] V@"),
+            1 => format!(
+                "#[classify({class})] V@ {{ #[classify(retry_after)] wait: {duration}, code: u16 }}"
+            ),
+            2 => format!("#[classify({class})] V@(#[classify(retry_after)] {duration})"),
+            3 => "#[classify(delegate)] V@(std::io::Error)".to_owned(),
+            4 => "#[classify(with = Self::class_of)] V@(u16)".to_owned(),
+            _ => "V@(String)".to_owned(),
+        });
+    (
+        prop::option::of(class),
+        prop::bool::ANY,
+        prop::collection::vec(variant, 1..5),
+        0..4usize,
+    )
+        .prop_map(|(default, krate, variants, kind)| {
+            let mut top = Vec::new();
+            if let Some(class) = default {
+                top.push(format!("default = {class}"));
+            }
+            if krate {
+                top.push("crate = ::retry_kit".to_owned());
+            }
+            let top = if top.is_empty() {
+                String::new()
+            } else {
+                format!("#[classify({})]", top.join(", "))
+            };
+            let text = if kind == 0 {
+                format!("#[classify(transient)] {top} struct S {{ #[classify(retry_after)] wait: Duration }}")
+            } else {
+                // Untagged variants need the default; number them so names differ.
+                let default = if top.contains("default") { "" } else { "#[classify(default = permanent)]" };
+                let variants: Vec<String> = variants
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| v.replace('@', &i.to_string()))
+                    .collect();
+                format!("{default} {top} enum E {{ {} }}", variants.join(", "))
+            };
+            Text { text, wrong: false }
+        })
+}
+
+/// Derive inputs: a third correct, the rest mangled anywhere.
+fn input() -> impl Strategy<Value = Text> {
+    prop_oneof![1 => wellformed(), 2 => mangled()]
+}
+
 /// A whole derive input: an enum of 0..4 variants, a struct, or a union, with attributes at
 /// every place, and sometimes generics.
-fn input() -> impl Strategy<Value = Text> {
+fn mangled() -> impl Strategy<Value = Text> {
     let variant = (attributes(), fields());
     let generics = prop::sample::select(&["", "<T>", "<'a, T: Clone>", "<T: Send + 'static>"][..]);
     (
@@ -301,6 +363,55 @@ proptest! {
             prop_assert!(errors != Some(0), "`{}` was accepted", input.text);
         }
     }
+}
+
+/// What the property above draws: enough inputs that derive cleanly, with tags, and every tag
+/// the derive knows among them (so the expansion of each is exercised), measured on 2 000
+/// draws of a fixed seed.
+#[test]
+fn the_generator_draws_clean_inputs_with_every_tag() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
+    );
+    let strategy = input();
+    let (mut derivable, mut clean, mut tagged) = (0, 0, 0);
+    let mut tags_seen = std::collections::BTreeSet::new();
+    const DRAWS: usize = 2000;
+    for _ in 0..DRAWS {
+        let text = strategy.new_tree(&mut runner).unwrap().current().text;
+        match check(&text).unwrap() {
+            None => {}
+            Some(errors) => {
+                derivable += 1;
+                if errors == 0 {
+                    clean += 1;
+                    if text.contains("#[classify(") {
+                        tagged += 1;
+                    }
+                    for tag in KNOWN {
+                        if text.contains(&format!("({tag}")) || text.contains(&format!(" {tag}")) {
+                            tags_seen.insert(*tag);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{DRAWS} draws: {derivable} derive inputs, {clean} clean, {tagged} clean with a tag");
+    // Floors well below what the generator gives (about a third of draws are well-formed).
+    assert!(
+        derivable * 2 > DRAWS,
+        "{derivable} of {DRAWS} are derive inputs"
+    );
+    assert!(clean * 5 > DRAWS, "{clean} of {DRAWS} derive cleanly");
+    assert!(
+        tagged * 5 > DRAWS,
+        "{tagged} of {DRAWS} derive cleanly with a tag"
+    );
+    assert_eq!(tags_seen.len(), KNOWN.len(), "tags reached: {tags_seen:?}");
 }
 
 #[test]
