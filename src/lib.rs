@@ -18,6 +18,9 @@ pub use retry_runtime::reqwest;
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use retry_runtime::tonic;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use retry_runtime::tower;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
     Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,

@@ -25,6 +25,7 @@
 //! | `http` | (feature `http`) the HTTP status table, `Retry-After`, `StatusError` |
 //! | `reqwest` | (feature `reqwest`) `Classify for reqwest::Error`, `error_for_status` |
 //! | `tonic` | (feature `tonic`) `Classify for tonic::Status`, `grpc-retry-pushback-ms` |
+//! | `tower` | (feature `tower`) `RetryLayer`: retry inside a tower stack |
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -49,6 +50,8 @@ pub mod http;
 pub mod reqwest;
 #[cfg(feature = "tonic")]
 pub mod tonic;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 pub use adaptive::AdaptivePolicy;
 pub use breaker::{CircuitBreaker, CircuitPermit, CircuitState};

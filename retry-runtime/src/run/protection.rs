@@ -266,7 +266,9 @@ impl<'p, E> Equip<'p, E> for Unprotected {
     }
 }
 
-impl<'p, E, K: CircuitSlot<'p, E>> Equip<'p, E> for Shared<'p, K> {
+// `'a: 'p`: a builder whose breaker and budget are `'static` (a tower layer's) equips calls that
+// borrow a shorter-lived policy.
+impl<'p, 'a: 'p, E, K: CircuitSlot<'a, E>> Equip<'p, E> for Shared<'a, K> {
     type State = Protected<'p>;
     // Always inlined: left to the optimiser it stayed out of line, 47 more instructions a call
     // (sync_success_breaker/fn: 317 against 270, by callgrind).

@@ -1,19 +1,17 @@
 //! The non-macro front end: [`Retry`], a builder over the engine, and
 //! [`RetryPolicy::call`] / [`RetryPolicy::call_async`].
 
-use super::call::Call;
 use super::classifier::{ByTrait, Classifier};
 use super::hook::{Displayed, Hook, NoHook};
 use super::outcome::{Conversion, Outcome};
 use super::protection::{Equip, IntoShared, Shared, Unprotected};
-use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed, timed};
+use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::class::Classify;
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
-use crate::observe;
 use crate::policy::RetryPolicy;
 use std::future::Future;
 use std::time::Duration;
@@ -29,18 +27,40 @@ pub type BreakerWith<'p, E> = (&'p CircuitBreaker, Conversion<CircuitOpen, E>);
 macro_rules! begin {
     ($retry:ident, $outcome:ty => $call:ident, $classifier:ident, $hook:ident) => {
         let name = $retry.name();
-        let mut $hook = observe::observed($retry.hook, name);
-        let $call = Call::new(
+        let mut $hook = $crate::observe::observed($retry.hook, name);
+        let $call = $crate::run::Call::new(
             $retry.policy,
-            Hook::<<$outcome as Outcome>::Error>::wants_clock(&$hook),
+            $crate::run::Hook::<<$outcome as $crate::run::Outcome>::Error>::wants_clock(&$hook),
         );
-        let mut $call = match $retry.protection.equip($call) {
+        let mut $call = match $crate::run::Equip::equip(&$retry.protection, $call) {
             Ok(call) => call,
-            Err(refused) => return <$outcome as Outcome>::failure(refused),
+            Err(refused) => return <$outcome as $crate::run::Outcome>::failure(refused),
         };
         let $classifier = $retry.classifier;
     };
 }
+
+#[cfg(feature = "tower")]
+pub(crate) use begin;
+
+/// One async attempt of `$call`: the future `$attempt`, cut off after the limit of `$timeout`
+/// (a `TimeoutSlot`'s slot) by a timer from `$sleep`, its timeout converted into the outcome.
+macro_rules! timed_attempt {
+    ($call:ident, $timeout:ident, $sleep:ident, $attempt:expr) => {
+        match $timeout {
+            None => $call.attempt_async($attempt).await,
+            Some((limit, timed_out)) => {
+                let result = $call
+                    .attempt_async($crate::run::timeout::timed($attempt, $sleep(limit), limit))
+                    .await;
+                $call.settle_timed(result, |t| $crate::run::Outcome::failure(timed_out(t)))
+            }
+        }
+    };
+}
+
+#[cfg(feature = "tower")]
+pub(crate) use timed_attempt;
 
 /// The same builder with one of its parts replaced (and its type changed accordingly).
 macro_rules! rebuild {
@@ -95,16 +115,16 @@ macro_rules! rebuild {
 /// assert_eq!(slept.len(), 2);
 /// assert!(slept.iter().all(|d| *d <= Duration::from_millis(50)));
 /// ```
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[must_use = "a Retry does nothing until `call` or `call_async`"]
 pub struct Retry<'p, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
-    policy: &'p RetryPolicy,
-    classifier: C,
-    hook: H,
+    pub(crate) policy: &'p RetryPolicy,
+    pub(crate) classifier: C,
+    pub(crate) hook: H,
     /// [`Unprotected`], or the [`Shared`] breaker, budget and adaptive policy.
-    protection: S,
+    pub(crate) protection: S,
     /// [`NoTimeout`], or the limit of each attempt of `call_async`.
-    timeout: T,
+    pub(crate) timeout: T,
     /// The name `tracing` events give; only kept with the `tracing` feature.
     #[cfg(feature = "tracing")]
     name: &'static str,
@@ -345,9 +365,24 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         crate::retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(&mut op))
     }
 
+    /// The same builder for another policy: how a tower layer, which owns its policy, makes
+    /// the `Retry` of each call.
+    #[cfg(feature = "tower")]
+    pub(crate) fn with_policy<'q>(self, policy: &'q RetryPolicy) -> Retry<'q, C, H, S, T> {
+        Retry {
+            policy,
+            classifier: self.classifier,
+            hook: self.hook,
+            protection: self.protection,
+            timeout: self.timeout,
+            #[cfg(feature = "tracing")]
+            name: self.name,
+        }
+    }
+
     /// The name for `tracing` events (without the feature, none is kept).
     #[inline(always)]
-    fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         #[cfg(feature = "tracing")]
         {
             self.name
@@ -374,13 +409,8 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     {
         let timeout = self.timeout.slot();
         begin!(self, O => call, classifier, hook);
-        crate::retry_async!(call.after(&classifier, &mut hook) <- match timeout {
-            None => call.attempt_async(op()).await,
-            Some((limit, timed_out)) => {
-                let result = call.attempt_async(timed(op(), sleep(limit), limit)).await;
-                call.settle_timed(result, |t| O::failure(timed_out(t)))
-            }
-        }, sleep: &sleep)
+        crate::retry_async!(call.after(&classifier, &mut hook) <-
+            timed_attempt!(call, timeout, sleep, op()), sleep: &sleep)
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.

@@ -1,0 +1,220 @@
+//! Retry inside a tower stack (feature `tower`): [`RetryLayer`] wraps any
+//! `Service<Req>` whose requests can be cloned, and retries its calls with the crate's engine,
+//! under the same policy, classification, protection and hooks as `#[retryable]` and
+//! [`crate::Retry`].
+//!
+//! ```
+//! use retry_kit::tower::RetryLayer;
+//! use retry_kit::{CircuitBreaker, RetryPolicy};
+//! use std::{io, time::Duration};
+//! use tower_layer::Layer;
+//! use tower_service::Service;
+//!
+//! static BACKEND: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
+//!
+//! // A service that refuses its first two connections.
+//! #[derive(Clone)]
+//! struct Flaky(std::sync::Arc<std::sync::atomic::AtomicU32>);
+//!
+//! impl Service<String> for Flaky {
+//!     type Response = usize;
+//!     type Error = io::Error;
+//!     type Future = std::future::Ready<io::Result<usize>>;
+//!     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+//!         std::task::Poll::Ready(Ok(()))
+//!     }
+//!     fn call(&mut self, req: String) -> Self::Future {
+//!         let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+//!         std::future::ready(if n < 2 {
+//!             Err(io::ErrorKind::ConnectionRefused.into())
+//!         } else {
+//!             Ok(req.len())
+//!         })
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let layer = RetryLayer::new(RetryPolicy::fixed(Duration::from_millis(100)).attempts(3))
+//!     .circuit(&BACKEND);
+//! let mut service = layer.layer(Flaky(Default::default()));
+//! assert_eq!(service.call("hello".to_owned()).await.unwrap(), 5);
+//! # }
+//! ```
+
+use crate::clock;
+use crate::policy::RetryPolicy;
+use crate::run::Retry;
+use crate::run::classifier::{ByTrait, Classifier};
+use crate::run::hook::{Hook, NoHook};
+use crate::run::protection::{Equip, IntoShared, Shared, Unprotected};
+use crate::run::retry::{begin, timed_attempt};
+use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use crate::{CircuitBreaker, RetryBudget, observe};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// What a [`RetryLayer`]'s builder starts from: a policy it does not own yet.
+static NO_POLICY: RetryPolicy = RetryPolicy::new();
+
+/// A tower [`Layer`] that retries the calls of the service it wraps: the requests are cloned
+/// for each attempt, errors classified by `Classify` (or `.classify(f)`), and delays, deadlines,
+/// the breaker, the budget, attempt timeouts and `on_failure` work as everywhere in the crate.
+///
+/// The breaker and budget are `&'static`, shared by every clone of the service.
+#[derive(Clone, Debug)]
+pub struct RetryLayer<C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
+    policy: RetryPolicy,
+    /// The builder of every call, its policy reference a placeholder until the call.
+    retry: Retry<'static, C, H, S, T>,
+}
+
+impl RetryLayer {
+    /// Retry by `policy`, classifying errors through their `Classify` impl.
+    pub const fn new(policy: RetryPolicy) -> Self {
+        RetryLayer {
+            policy,
+            retry: Retry::new(&NO_POLICY),
+        }
+    }
+}
+
+impl<C, H, S, T> RetryLayer<C, H, S, T> {
+    /// Classify errors with a function (or anything [`Classifier`]) instead of `Classify`.
+    pub fn classify<C2>(self, classifier: C2) -> RetryLayer<C2, H, S, T> {
+        RetryLayer {
+            policy: self.policy,
+            retry: self.retry.classify(classifier),
+        }
+    }
+
+    /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
+    pub fn on_failure<H2>(self, hook: H2) -> RetryLayer<C, H2, S, T> {
+        RetryLayer {
+            policy: self.policy,
+            retry: self.retry.on_failure(hook),
+        }
+    }
+
+    /// Consult `breaker` before every attempt; a refused first attempt returns
+    /// `Err(E::from(CircuitOpen))`.
+    pub fn circuit(
+        self,
+        breaker: &'static CircuitBreaker,
+    ) -> RetryLayer<C, H, Shared<'static, &'static CircuitBreaker>, T>
+    where
+        S: IntoShared<'static>,
+    {
+        RetryLayer {
+            policy: self.policy,
+            retry: self.retry.circuit(breaker),
+        }
+    }
+
+    /// Charge failures to `budget` and ask it before every retry.
+    pub fn budget(
+        self,
+        budget: &'static RetryBudget,
+    ) -> RetryLayer<C, H, Shared<'static, S::Circuit>, T>
+    where
+        S: IntoShared<'static>,
+    {
+        RetryLayer {
+            policy: self.policy,
+            retry: self.retry.budget(budget),
+        }
+    }
+
+    /// Cancel each attempt after `limit`: its error is `E::from(TimedOut)`, idempotent-only.
+    pub fn attempt_timeout(self, limit: Duration) -> RetryLayer<C, H, S, AttemptTimeout> {
+        RetryLayer {
+            policy: self.policy,
+            retry: self.retry.attempt_timeout(limit),
+        }
+    }
+
+    /// The name `tracing` events give in their `fn` field (default `"closure"`).
+    pub fn named(self, name: &'static str) -> Self {
+        RetryLayer {
+            policy: self.policy,
+            retry: self.retry.named(name),
+        }
+    }
+}
+
+impl<Svc, C: Clone, H: Clone, S: Clone, T: Clone> Layer<Svc> for RetryLayer<C, H, S, T> {
+    type Service = RetryService<Svc, C, H, S, T>;
+
+    fn layer(&self, inner: Svc) -> Self::Service {
+        RetryService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service a [`RetryLayer`] makes. `Clone` when the inner service is; its futures are
+/// `Send` when the inner service's are.
+#[derive(Clone, Debug)]
+pub struct RetryService<Svc, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
+    inner: Svc,
+    layer: RetryLayer<C, H, S, T>,
+}
+
+impl<Svc, Req, C, H, S, T> Service<Req> for RetryService<Svc, C, H, S, T>
+where
+    Svc: Service<Req> + Clone + Send + 'static,
+    Svc::Future: Send,
+    Svc::Response: Send,
+    Svc::Error: Send,
+    Req: Clone + Send + 'static,
+    C: Classifier<Svc::Error> + Clone + Send + Sync + 'static,
+    H: Hook<Svc::Error> + Clone + Send + 'static,
+    observe::Observed<H>: Hook<Svc::Error> + Send,
+    S: for<'p> Equip<'p, Svc::Error> + Clone + Send + Sync + 'static,
+    for<'p> <S as Equip<'p, Svc::Error>>::State: Send,
+    T: TimeoutSlot<Svc::Error> + Clone + Send + 'static,
+{
+    type Response = Svc::Response;
+    type Error = Svc::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Svc::Response, Svc::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        // The service driven to readiness serves the first attempt; a clone takes its place
+        // for the next call, and is made ready again before each retry.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let RetryLayer { policy, retry } = self.layer.clone();
+        Box::pin(async move {
+            let retry = retry.with_policy(&policy);
+            let timeout = retry.timeout.slot();
+            let sleep = clock::tokio_sleep;
+            begin!(retry, Result<Svc::Response, Svc::Error> => call, classifier, hook);
+            let mut ready = true;
+            crate::retry_async!(call.after(&classifier, &mut hook) <-
+                timed_attempt!(call, timeout, sleep, attempt(&mut inner, req.clone(), &mut ready)),
+                sleep: sleep)
+        })
+    }
+}
+
+/// One attempt with its own copy of the request: make the service ready (the first attempt's
+/// already is), then call it.
+async fn attempt<Svc: Service<Req>, Req>(
+    inner: &mut Svc,
+    req: Req,
+    ready: &mut bool,
+) -> Result<Svc::Response, Svc::Error> {
+    if !std::mem::take(ready) {
+        std::future::poll_fn(|cx| inner.poll_ready(cx)).await?;
+    }
+    inner.call(req).await
+}

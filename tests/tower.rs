@@ -1,0 +1,202 @@
+//! `tower::RetryLayer` (feature `tower`): a tower service retried by the crate's engine — the
+//! request cloned for each attempt, the service made ready again before each retry, and the
+//! policy, classification, breaker, attempt timeout and hook as everywhere else. Time-based
+//! cases run on tokio's paused clock.
+#![deny(warnings, unused_qualifications)]
+
+use retry_kit::tower::RetryLayer;
+use retry_kit::{CircuitBreaker, CircuitOpen, Classify, Failure, Next, RetryPolicy, TimedOut};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower_layer::Layer;
+use tower_service::Service;
+
+#[derive(Debug, PartialEq, Classify)]
+enum ApiError {
+    #[classify(transient)]
+    Unavailable,
+    #[classify(permanent)]
+    BadRequest,
+    #[classify(idempotent_only)]
+    TimedOut,
+    #[classify(transient)]
+    Open,
+}
+
+impl From<TimedOut> for ApiError {
+    fn from(_: TimedOut) -> Self {
+        ApiError::TimedOut
+    }
+}
+
+impl From<CircuitOpen> for ApiError {
+    fn from(_: CircuitOpen) -> Self {
+        ApiError::Open
+    }
+}
+
+/// What a scripted service saw, shared by its clones.
+#[derive(Default)]
+struct Seen {
+    requests: Mutex<Vec<String>>,
+    readied: AtomicU32,
+}
+
+/// Answers each call with the next scripted outcome (the last one forever); a call made
+/// without a `poll_ready` since the previous one is refused as a tower contract violation.
+#[derive(Clone)]
+struct Scripted {
+    script: Arc<Mutex<Vec<Result<u32, ApiError>>>>,
+    seen: Arc<Seen>,
+    ready: bool,
+    hang: bool,
+}
+
+impl Scripted {
+    fn new(mut script: Vec<Result<u32, ApiError>>) -> Self {
+        script.reverse();
+        Scripted {
+            script: Arc::new(Mutex::new(script)),
+            seen: Arc::default(),
+            ready: false,
+            hang: false,
+        }
+    }
+}
+
+impl Service<String> for Scripted {
+    type Response = u32;
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<u32, ApiError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ApiError>> {
+        self.ready = true;
+        self.seen.readied.fetch_add(1, Ordering::Relaxed);
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: String) -> Self::Future {
+        assert!(std::mem::take(&mut self.ready), "called without poll_ready");
+        self.seen.requests.lock().unwrap().push(req);
+        if self.hang {
+            return Box::pin(std::future::pending());
+        }
+        let mut script = self.script.lock().unwrap();
+        let out = if script.len() > 1 {
+            script.pop().unwrap()
+        } else {
+            match script.last().unwrap() {
+                Ok(v) => Ok(*v),
+                Err(ApiError::Unavailable) => Err(ApiError::Unavailable),
+                Err(_) => Err(ApiError::BadRequest),
+            }
+        };
+        Box::pin(std::future::ready(out))
+    }
+}
+
+/// Drive a service the way tower callers do: ready, then call.
+async fn ready_call<S: Service<String>>(
+    service: &mut S,
+    req: &str,
+) -> Result<S::Response, S::Error> {
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+    service.call(req.to_owned()).await
+}
+
+fn fixed(ms: u64, attempts: u32) -> RetryPolicy {
+    RetryPolicy::fixed(Duration::from_millis(ms)).attempts(attempts)
+}
+
+#[tokio::test(start_paused = true)]
+async fn transient_errors_are_retried_with_the_request_cloned_and_the_service_readied() {
+    let inner = Scripted::new(vec![
+        Err(ApiError::Unavailable),
+        Err(ApiError::Unavailable),
+        Ok(7),
+    ]);
+    let seen = inner.seen.clone();
+    let mut service = RetryLayer::new(fixed(100, 5).jitter(retry_kit::Jitter::None)).layer(inner);
+    let start = tokio::time::Instant::now();
+    assert_eq!(ready_call(&mut service, "GET /a").await, Ok(7));
+    assert_eq!(
+        *seen.requests.lock().unwrap(),
+        ["GET /a", "GET /a", "GET /a"]
+    );
+    // Readied once by the caller, then once before each of the two retries.
+    assert_eq!(seen.readied.load(Ordering::Relaxed), 3);
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_error_is_answered_once() {
+    let inner = Scripted::new(vec![Err(ApiError::BadRequest)]);
+    let seen = inner.seen.clone();
+    let mut service = RetryLayer::new(fixed(100, 5)).layer(inner);
+    assert_eq!(
+        ready_call(&mut service, "POST /x").await,
+        Err(ApiError::BadRequest)
+    );
+    assert_eq!(seen.requests.lock().unwrap().len(), 1);
+}
+
+static RECORDS: Mutex<Vec<(u32, Next)>> = Mutex::new(Vec::new());
+
+fn record(f: &Failure<'_, ApiError>) {
+    RECORDS.lock().unwrap().push((f.attempt, f.next));
+}
+
+#[tokio::test(start_paused = true)]
+async fn attempts_time_out_and_the_hook_sees_every_failure() {
+    let mut inner = Scripted::new(vec![Ok(1)]);
+    inner.hang = true;
+    let seen = inner.seen.clone();
+    let layer = RetryLayer::new(fixed(0, 3).idempotent(true))
+        .attempt_timeout(Duration::from_secs(2))
+        .on_failure(record as fn(&Failure<'_, ApiError>));
+    let mut service = layer.layer(inner);
+    let start = tokio::time::Instant::now();
+    assert_eq!(
+        ready_call(&mut service, "GET /slow").await,
+        Err(ApiError::TimedOut)
+    );
+    assert_eq!(seen.requests.lock().unwrap().len(), 3);
+    assert_eq!(start.elapsed(), Duration::from_secs(6));
+    let records = RECORDS.lock().unwrap();
+    assert_eq!(records.len(), 3);
+    assert_eq!(
+        records[2],
+        (3, Next::Stop(retry_kit::StopReason::AttemptsExhausted))
+    );
+}
+
+static BREAKER: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+
+#[tokio::test(start_paused = true)]
+async fn the_breaker_opens_and_then_refuses_calls_without_reaching_the_service() {
+    let inner = Scripted::new(vec![Err(ApiError::Unavailable)]);
+    let seen = inner.seen.clone();
+    let mut service = RetryLayer::new(fixed(0, 5)).circuit(&BREAKER).layer(inner);
+    // Two failures open the breaker, which refuses the third attempt: the last error returns.
+    assert_eq!(
+        ready_call(&mut service, "a").await,
+        Err(ApiError::Unavailable)
+    );
+    assert_eq!(seen.requests.lock().unwrap().len(), 2);
+    // The next call makes no attempt: the breaker's refusal, through `From<CircuitOpen>`.
+    assert_eq!(ready_call(&mut service, "b").await, Err(ApiError::Open));
+    assert_eq!(seen.requests.lock().unwrap().len(), 2);
+}
+
+#[test]
+fn the_service_is_clone_and_its_future_send_when_the_inner_ones_are() {
+    fn clone_and_send<S: Clone + Service<String, Future = F>, F: Send>(_: &S) {}
+    let service = RetryLayer::new(fixed(0, 2))
+        .classify(|_: &ApiError| retry_kit::ErrorClass::Transient)
+        .layer(Scripted::new(vec![Ok(1)]));
+    clone_and_send(&service);
+}
