@@ -3,9 +3,9 @@
 //!
 //! - A call dropped mid-attempt leaves no trace in any of them; one dropped mid-sleep keeps
 //!   exactly what its finished attempts recorded, and its held retry permit counts as nothing.
-//! - A panicking body propagates its own payload, is not retried, counts once as a breaker
-//!   failure, is not charged to the budget and is not recorded in the window (it is a bug in
-//!   the caller's code, not an observation of the dependency).
+//! - A panicking body propagates its own payload, is not retried, and counts once as a failure
+//!   everywhere: the breaker, the budget (one token) and the window (one failed attempt); see
+//!   the rule on `Protected`'s `Drop`.
 //! - Under 8 threads no update is lost: the budget and the breaker's count end exactly where
 //!   the arithmetic says.
 #![deny(warnings, unused_qualifications)]
@@ -121,7 +121,7 @@ fn fails_then_panics(bodies: &mut u32) -> Result<(), Upstream> {
 }
 
 #[test]
-fn a_panic_propagates_unretried_and_counts_once_as_a_breaker_failure_only() {
+fn a_panic_propagates_unretried_and_counts_once_as_a_failure_everywhere() {
     let mut bodies = 0;
     let (panicked, slept) = testing::record_sleeps(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -135,11 +135,11 @@ fn a_panic_propagates_unretried_and_counts_once_as_a_breaker_failure_only() {
     assert_eq!(slept.len(), 1);
     assert!(current_attempt().is_none());
 
-    // Budget: the transient failure cost one token; the panic cost nothing.
-    assert_eq!(PANIC_BUDGET.tokens(), 9.0);
-    // Window: the failed attempt is recorded; the panicking one is not.
+    // Budget: the transient failure and the panic cost one token each.
+    assert_eq!(PANIC_BUDGET.tokens(), 8.0);
+    // Window: both attempts are recorded as failures.
     let stats = PANIC_WINDOW.stats();
-    assert_eq!((stats.count, stats.failures), (1, 1));
+    assert_eq!((stats.count, stats.failures), (2, 2));
     // Breaker: the failure and the panic are two of a threshold of 3 (a panic counted twice
     // would have opened it); one more failure opens it.
     assert_eq!(PANIC_BREAKER.state(), CircuitState::Closed);

@@ -5,7 +5,7 @@
 //! The events are captured by a small subscriber written here on the `tracing` API.
 #![deny(warnings, unused_qualifications)]
 
-use retry_kit::{Classify, Retry, RetryPolicy, retryable, testing};
+use retry_kit::{CircuitBreaker, CircuitState, Classify, Retry, RetryPolicy, retryable, testing};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -391,6 +391,44 @@ fn sync_instrument_with_err_in_either_order_makes_one_span_and_one_error_event_p
             ("retry_kit", Some("sync_instrument_below"), Level::DEBUG),
             ("retry_kit", Some("sync_instrument_below"), Level::WARN),
             ("tracing", Some("sync_instrument_below"), Level::ERROR),
+        ]
+    );
+}
+
+static NAMED: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(5)).name("inventory");
+
+#[tokio::test(start_paused = true)]
+async fn every_breaker_state_change_is_one_event_with_its_name() {
+    let capture = Handle::default();
+    let _default = tracing::subscriber::set_default(capture.clone());
+    NAMED.try_acquire().unwrap().failed();
+    NAMED.try_acquire().unwrap().failed(); // opens
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let probe = NAMED.try_acquire().unwrap(); // half-open: the probe is admitted
+    assert!(probe.is_probe());
+    probe.succeeded(); // closes
+    assert_eq!(NAMED.state(), CircuitState::Closed);
+    let events = capture.take();
+    let changes: Vec<_> = events
+        .iter()
+        .map(|e| (e.level, e.field("breaker"), e.field("from"), e.field("to")))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (Level::WARN, Some("inventory"), Some("closed"), Some("open")),
+            (
+                Level::INFO,
+                Some("inventory"),
+                Some("open"),
+                Some("half_open")
+            ),
+            (
+                Level::INFO,
+                Some("inventory"),
+                Some("half_open"),
+                Some("closed")
+            ),
         ]
     );
 }

@@ -135,6 +135,8 @@ pub struct CircuitBreaker {
     half_open_max: u16,
     ratio: Option<RatioRule>,
     hook: Option<fn(CircuitState, CircuitState)>,
+    /// The name its `tracing` events carry.
+    name: Option<&'static str>,
     /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
     state: AtomicU64,
     /// Consecutive retryable failures while closed.
@@ -170,6 +172,7 @@ impl CircuitBreaker {
             half_open_max: 1,
             ratio: None,
             hook: None,
+            name: None,
             state: AtomicU64::new(Word::CLOSED.pack()),
             failures: AtomicU32::new(0),
             open_until: AtomicI64::new(0),
@@ -237,6 +240,30 @@ impl CircuitBreaker {
             bucket: if bucket < 1 { 1 } else { bucket },
         });
         self
+    }
+
+    /// Name the breaker, for its `tracing` events (the `breaker` field; `"unnamed"` without).
+    ///
+    /// With the `tracing` feature every state change is an event with target `retry_kit` and
+    /// the fields `breaker`, `from` and `to` (`closed`, `open`, `half_open`): `WARN` when it
+    /// opens, `INFO` otherwise.
+    ///
+    /// ```
+    /// use retry_kit::CircuitBreaker;
+    /// use std::time::Duration;
+    ///
+    /// static PAYMENTS: CircuitBreaker =
+    ///     CircuitBreaker::new(5, Duration::from_secs(30)).name("payments");
+    /// assert_eq!(PAYMENTS.label(), Some("payments"));
+    /// ```
+    pub const fn name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// The name given by [`name`](Self::name), if any.
+    pub const fn label(&self) -> Option<&'static str> {
+        self.name
     }
 
     /// Call `hook(from, to)` on every state change, on the thread that made it.
@@ -390,6 +417,17 @@ impl CircuitBreaker {
     }
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
+        #[cfg(feature = "tracing")]
+        {
+            let breaker = self.name.unwrap_or("unnamed");
+            let opened = to == CircuitState::Open;
+            let (from, to) = (from.as_str(), to.as_str());
+            if opened {
+                tracing::warn!(target: "retry_kit", breaker, from, to, "circuit breaker opened");
+            } else {
+                tracing::info!(target: "retry_kit", breaker, from, to, "circuit breaker state changed");
+            }
+        }
         if let Some(hook) = self.hook {
             hook(from, to);
         }
@@ -569,6 +607,7 @@ impl fmt::Debug for CircuitBreaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = Word::unpack(self.state.load(Ordering::Acquire));
         f.debug_struct("CircuitBreaker")
+            .field("name", &self.name)
             .field("phase", &w.phase)
             .field("failures", &self.failures.load(Ordering::Relaxed))
             .field("probes_in_flight", &w.in_flight)

@@ -87,6 +87,8 @@ pub struct Protected<'p> {
     pub(super) breaker: Option<&'p CircuitBreaker>,
     pub(super) budget: Option<&'p RetryBudget>,
     permit: Option<CircuitPermit<'p>>,
+    /// An attempt has started and not yet reported its outcome.
+    in_attempt: bool,
 }
 
 impl<'p> Protected<'p> {
@@ -97,6 +99,7 @@ impl<'p> Protected<'p> {
         breaker: None,
         budget: None,
         permit: None,
+        in_attempt: false,
     };
 
     /// Record attempts into `source`, whose tuning of the policy is `tuned`.
@@ -136,12 +139,14 @@ impl<'p> Protection<'p> for Protected<'p> {
     }
     #[inline]
     fn begin_attempt(&mut self) {
+        self.in_attempt = true;
         if self.adaptive.is_some() {
             self.attempt_started = Some(clock::now());
         }
     }
     #[inline(always)]
     fn succeeded(&mut self) {
+        self.in_attempt = false;
         self.end_attempt(false);
         if self.permit.is_some() || self.budget.is_some() {
             self.record_success();
@@ -149,6 +154,7 @@ impl<'p> Protection<'p> for Protected<'p> {
     }
     #[inline]
     fn failed(&mut self, class: ErrorClass) {
+        self.in_attempt = false;
         if let Some(permit) = self.permit.take() {
             permit.record(class);
         }
@@ -183,6 +189,25 @@ impl<'p> Protection<'p> for Protected<'p> {
             self.permit = Some(breaker.try_acquire()?);
         }
         Ok(())
+    }
+}
+
+/// One rule for a panicking attempt: it is a failure everywhere. The breaker permit counts it as
+/// one (its own `Drop`, as the spec asks of probes), and here the budget is charged a token and
+/// the adaptive window records a failed attempt. The attempt produced no answer; were the three
+/// to disagree, a dependency whose replies make the caller panic would open the breaker while
+/// the budget and the window still saw a healthy service. A call dropped mid-attempt without a
+/// panic (a cancelled future) records nothing anywhere: it says nothing about the dependency.
+/// An async runtime that catches a task's panic (tokio does) drops the future afterwards, not
+/// while unwinding: for an async call that panic is seen as such a cancellation.
+impl Drop for Protected<'_> {
+    fn drop(&mut self) {
+        if self.in_attempt && std::thread::panicking() {
+            if let Some(budget) = self.budget {
+                budget.record_failure();
+            }
+            self.end_attempt(true);
+        }
     }
 }
 
