@@ -41,7 +41,7 @@ pub mod __private {
     };
     pub use retry_runtime::run::{
         AsPolicy, ByTrait, Call, Described, NoHook, WithRetryAfter, breaker_of, budget_of,
-        circuit_open, class_of, policy_of, timed, timed_out,
+        circuit_open, class_of, policy_of, resolve_already_done, timed, timed_out,
     };
     pub use retry_runtime::{retry_async, retry_sync};
 }

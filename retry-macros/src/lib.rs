@@ -35,6 +35,7 @@ mod retryable;
 /// | `nested` | `"retry"`, `"once"` | `"retry"` | `"once"`: inside another retryable's attempt, make a single attempt |
 /// | `on_failure` | path to `fn(&Failure<'_, E>)` | none | called once per failed attempt |
 /// | `sleep` | path to an async `fn(Duration)` | tokio's sleep | async only: for other runtimes |
+/// | `already_done` | path to `fn(E) -> Result<T, E>` | none | what an `AlreadyDone` error becomes (a receipt rebuilt from the duplicate); without it the error is returned |
 /// | `crate` | path | `::retry_kit` | where the generated code finds the runtime |
 ///
 /// Durations are exact: `"1.5s"` is 1 500 000 000 ns; a value finer than a nanosecond or longer
@@ -255,6 +256,7 @@ pub fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// | variant or struct | `transient` | a second identical attempt may succeed (reset, lock wait timeout, deadlock, rate limit) |
 /// | variant or struct | `permanent` | it will fail the same way (bad input, constraint violation): never retried |
 /// | variant or struct | `idempotent_only` | the outcome is unknown (a timed-out write): retried only by `idempotent` functions |
+/// | variant or struct | `already_done` | the receiver already did the work (a duplicate transaction): never retried; the loop stops with `StopReason::AlreadyDone`, or `already_done = path` on `#[retryable]` makes it the result |
 /// | variant or struct | `delegate` | the single field implements `Classify`; class *and* retry-after come from it |
 /// | variant or struct | `with = path` | a `fn(&Self) -> ErrorClass`, for classes that depend on a field's value |
 /// | enum | `default = transient \| permanent \| idempotent_only` | the class of every untagged variant |
@@ -262,7 +264,7 @@ pub fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// | field | `retry_after` | this `Duration` or `Option<Duration>` field is the wait the error asks for |
 ///
 /// Tags may be split over several `#[classify(...)]` attributes. A variant takes exactly one
-/// of the first five; without an enum `default`, every variant must have one.
+/// of the first six; without an enum `default`, every variant must have one.
 ///
 /// # Example: a database error
 ///

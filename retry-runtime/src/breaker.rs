@@ -666,11 +666,13 @@ impl<'b> CircuitPermit<'b> {
     }
 
     /// Record a failed call by its class: a transient or idempotent-only error is a failure;
-    /// a permanent one is an answer from a healthy dependency, so it counts as a success.
+    /// a permanent one or an "already done" is an answer from a healthy dependency, so it
+    /// counts as a success.
     pub fn record(self, class: ErrorClass) {
-        match class {
-            ErrorClass::Permanent => self.succeeded(),
-            ErrorClass::Transient | ErrorClass::IdempotentOnly => self.failed(),
+        if class.is_failure() {
+            self.failed()
+        } else {
+            self.succeeded()
         }
     }
 

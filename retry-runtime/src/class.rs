@@ -16,7 +16,9 @@ use std::time::Duration;
 /// assert!(!ErrorClass::IdempotentOnly.is_retryable(false));
 /// assert!(ErrorClass::IdempotentOnly.is_retryable(true));
 /// assert!(!ErrorClass::Permanent.is_retryable(true));
+/// assert!(!ErrorClass::AlreadyDone.is_retryable(true));
 /// ```
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
     /// A second identical attempt may succeed: a connection reset, a 503 during a rolling
@@ -28,6 +30,12 @@ pub enum ErrorClass {
     /// The outcome is unknown: the remote side may have done the work (a timeout on a write).
     /// Retried only when the function is declared `idempotent`.
     IdempotentOnly,
+    /// The receiver says the work was already done (a duplicate transaction, an idempotency
+    /// key it has seen): after a lost answer, an earlier attempt succeeded. Never retried; the
+    /// loop stops with [`StopReason::AlreadyDone`](crate::StopReason::AlreadyDone), and
+    /// `#[retryable(already_done = path)]` can turn the error into the function's result. An
+    /// answer from a healthy dependency: a success for the breaker, no charge to the budget.
+    AlreadyDone,
 }
 
 impl ErrorClass {
@@ -37,16 +45,25 @@ impl ErrorClass {
         match self {
             ErrorClass::Transient => true,
             ErrorClass::IdempotentOnly => idempotent,
-            ErrorClass::Permanent => false,
+            ErrorClass::Permanent | ErrorClass::AlreadyDone => false,
         }
     }
 
-    /// The lower-case name used in logs and events: `transient`, `permanent`, `idempotent_only`.
+    /// Whether an error of this class says the dependency may be unhealthy: transient and
+    /// idempotent-only errors do; a permanent error or an "already done" is an answer.
+    #[inline]
+    pub const fn is_failure(self) -> bool {
+        matches!(self, ErrorClass::Transient | ErrorClass::IdempotentOnly)
+    }
+
+    /// The lower-case name used in logs and events: `transient`, `permanent`, `idempotent_only`,
+    /// `already_done`.
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Transient => "transient",
             ErrorClass::Permanent => "permanent",
             ErrorClass::IdempotentOnly => "idempotent_only",
+            ErrorClass::AlreadyDone => "already_done",
         }
     }
 }

@@ -27,7 +27,7 @@ pub mod stop;
 pub mod timeout;
 
 pub use call::{Call, InAttempt};
-pub use classifier::{ByTrait, Classifier, WithRetryAfter, class_of};
+pub use classifier::{ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
 pub use protection::{

@@ -10,22 +10,25 @@ use proc_macro2::TokenTree;
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, Expr, ExprLit, ExprPath, Ident, Lit, Path, Token, token};
 
-/// The three classes a tag or a `default` can name.
+/// The classes a tag can name (a `default`, all but `already_done`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Class {
     Transient,
     Permanent,
     IdempotentOnly,
+    AlreadyDone,
 }
 
 impl Class {
-    const KEYWORDS: &'static [&'static str] = &["transient", "permanent", "idempotent_only"];
+    const KEYWORDS: &'static [&'static str] =
+        &["transient", "permanent", "idempotent_only", "already_done"];
 
     fn from_keyword(word: &str) -> Option<Self> {
         match word {
             "transient" => Some(Class::Transient),
             "permanent" => Some(Class::Permanent),
             "idempotent_only" => Some(Class::IdempotentOnly),
+            "already_done" => Some(Class::AlreadyDone),
             _ => None,
         }
     }
@@ -35,6 +38,7 @@ impl Class {
             Class::Transient => "transient",
             Class::Permanent => "permanent",
             Class::IdempotentOnly => "idempotent_only",
+            Class::AlreadyDone => "already_done",
         }
     }
 
@@ -44,6 +48,7 @@ impl Class {
             Class::Transient => "Transient",
             Class::Permanent => "Permanent",
             Class::IdempotentOnly => "IdempotentOnly",
+            Class::AlreadyDone => "AlreadyDone",
         }
     }
 }
@@ -109,6 +114,7 @@ const TAGS: &[&str] = &[
     "transient",
     "permanent",
     "idempotent_only",
+    "already_done",
     "delegate",
     "with",
 ];
@@ -118,6 +124,7 @@ pub(super) const ALL: &[&str] = &[
     "transient",
     "permanent",
     "idempotent_only",
+    "already_done",
     "delegate",
     "with",
     "default",
@@ -133,6 +140,7 @@ impl Place {
                 "transient",
                 "permanent",
                 "idempotent_only",
+                "already_done",
                 "delegate",
                 "with",
                 "crate",
@@ -148,11 +156,11 @@ impl Place {
         match self {
             Place::Enum => "`default = transient | permanent | idempotent_only` or `crate = path`",
             Place::Struct => {
-                "`transient`, `permanent`, `idempotent_only`, `delegate`, `with = path` or `crate = path`"
+                "`transient`, `permanent`, `idempotent_only`, `already_done`, `delegate`, `with = path` or `crate = path`"
             }
             Place::Union => "`crate = path`",
             Place::Variant => {
-                "`transient`, `permanent`, `idempotent_only`, `delegate` or `with = path`"
+                "`transient`, `permanent`, `idempotent_only`, `already_done`, `delegate` or `with = path`"
             }
             Place::Field => "`retry_after`",
         }
@@ -298,7 +306,7 @@ impl<'a> Parser<'_, 'a> {
                 let message = format!(
                     "conflicting tags on {owner}: `{}` here, but it is already tagged `{}`; \
                      keep exactly one of `transient`, `permanent`, `idempotent_only`, \
-                     `delegate` or `with = path`",
+                     `already_done`, `delegate` or `with = path`",
                     tag.describe(),
                     first.value.describe(),
                 );
@@ -443,11 +451,15 @@ impl<'a> Parser<'_, 'a> {
             }
             _ => None,
         };
-        let Some(class) = word.as_deref().and_then(Class::from_keyword) else {
+        let class = word.as_deref().and_then(Class::from_keyword);
+        let Some(class) = class.filter(|c| *c != Class::AlreadyDone) else {
             let suggestion = match word.as_deref() {
                 Some(tag @ ("delegate" | "with")) => {
                     format!("; `{tag}` is not a class: put it on each variant it applies to")
                 }
+                Some("already_done") => "; `already_done` names the one answer that means a \
+                     duplicate: tag that variant"
+                    .to_owned(),
                 Some(other) => nearest(other, Class::KEYWORDS)
                     .map(|near| format!("; did you mean `{near}`?"))
                     .unwrap_or_default(),

@@ -182,9 +182,11 @@ fn fields() -> impl Strategy<Value = Text> {
 /// almost never reach the expansion of a tag (113 clean derives in 3 000 draws, 4 with a tag).
 fn wellformed() -> impl Strategy<Value = Text> {
     let class = prop::sample::select(&["transient", "permanent", "idempotent_only"][..]);
+    let tag =
+        prop::sample::select(&["transient", "permanent", "idempotent_only", "already_done"][..]);
     let variant = (
         0..6usize,
-        class.clone(),
+        tag,
         prop::sample::select(&["Duration", "Option<Duration>"][..]),
     )
         .prop_map(|(kind, class, duration)| match kind {

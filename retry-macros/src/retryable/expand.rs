@@ -155,6 +155,12 @@ fn expand(
                 #call.#after(&#classifier, &mut #hook) <- #call.attempt_sync::<#ret, _>(#closure #block)
             ))
         };
+        let run = match args.path("already_done") {
+            Some(resolve) => {
+                quote!(#krate::__private::resolve_already_done(#run, &#classifier, #resolve))
+            }
+            None => run,
+        };
         let timed_setup = &protection.timed_setup;
         quote!({
             #policy_setup

@@ -294,6 +294,19 @@ pub(crate) const KEYS: &[Key] = &[
         ],
     },
     Key {
+        name: "already_done",
+        takes: Takes::Path("a function `fn(E) -> Result<T, E>`"),
+        example: "already_done = receipt_of",
+        on_policy: false,
+        excludes: &[],
+        instead: "",
+        doc: [
+            "path to `fn(E) -> Result<T, E>`",
+            "none",
+            "what an `AlreadyDone` error becomes (a receipt rebuilt from the duplicate); without it the error is returned",
+        ],
+    },
+    Key {
         name: "crate",
         takes: Takes::Path("the facade crate, such as `crate = ::retry_kit`"),
         example: "crate = ::retry_kit",

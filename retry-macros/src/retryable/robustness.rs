@@ -94,7 +94,7 @@ fn fragments() -> impl Strategy<Value = String> {
 fn wellformed() -> impl Strategy<Value = String> {
     let examples: Vec<&'static str> = super::keys::KEYS
         .iter()
-        .filter(|k| k.name != "policy" && k.name != "crate")
+        .filter(|k| k.name != "policy")
         .map(|k| k.example)
         .collect();
     prop::sample::subsequence(examples, 1..8).prop_map(|pairs| pairs.join(", "))
@@ -198,8 +198,8 @@ fn the_generator_draws_accepted_arguments_with_every_key() {
         with_arguments * 10 > DRAWS,
         "{with_arguments} of {DRAWS} accepted with arguments"
     );
-    // Every key is accepted somewhere in the draws (`policy` and `crate` from the mangled
-    // fragments, whose values include expressions and paths).
+    // Every key is accepted somewhere in the draws (`policy` from the mangled fragments, whose
+    // values include expressions).
     assert_eq!(
         keys_seen.len(),
         super::keys::KEYS.len(),

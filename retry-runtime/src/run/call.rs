@@ -301,6 +301,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
         match class {
             ErrorClass::Permanent => return Some(StopReason::Permanent),
+            ErrorClass::AlreadyDone => return Some(StopReason::AlreadyDone),
             ErrorClass::IdempotentOnly if !self.policy().idempotent => {
                 return Some(StopReason::NotIdempotent);
             }

@@ -68,3 +68,46 @@ where
 pub fn class_of<E: Classify + ?Sized>(error: &E) -> ErrorClass {
     error.class()
 }
+
+/// What `#[retryable(already_done = path)]` does with a call's outcome: an error that the
+/// classifier calls [`ErrorClass::AlreadyDone`] (the loop stopped on it with
+/// `StopReason::AlreadyDone`) becomes `resolve(error)`, typically a receipt rebuilt from the
+/// duplicate's data; every other outcome is returned as it is.
+///
+/// ```
+/// use retry_kit::{retryable, Classify};
+///
+/// #[derive(Debug, Classify)]
+/// enum PayError {
+///     #[classify(transient)]
+///     Timeout,
+///     #[classify(already_done)]
+///     Duplicate { receipt: u64 },
+/// }
+///
+/// /// The answer to an earlier attempt was lost; the processor says it has the payment.
+/// fn receipt_of(e: PayError) -> Result<u64, PayError> {
+///     match e {
+///         PayError::Duplicate { receipt } => Ok(receipt),
+///         other => Err(other),
+///     }
+/// }
+///
+/// #[retryable(attempts = 3, base = "0ms", already_done = receipt_of)]
+/// fn pay(answers: &mut Vec<Result<u64, PayError>>) -> Result<u64, PayError> {
+///     answers.pop().unwrap()
+/// }
+///
+/// let mut answers = vec![Err(PayError::Duplicate { receipt: 42 }), Err(PayError::Timeout)];
+/// assert_eq!(pay(&mut answers).unwrap(), 42);
+/// ```
+pub fn resolve_already_done<T, E, C: Classifier<E>>(
+    outcome: Result<T, E>,
+    classifier: &C,
+    resolve: impl FnOnce(E) -> Result<T, E>,
+) -> Result<T, E> {
+    match outcome {
+        Err(error) if classifier.class(&error) == ErrorClass::AlreadyDone => resolve(error),
+        other => other,
+    }
+}

@@ -159,11 +159,11 @@ impl<'p> Protection<'p> for Protected<'p> {
             permit.record(class);
         }
         if let Some(budget) = self.budget {
-            if class != ErrorClass::Permanent {
+            if class.is_failure() {
                 budget.record_failure();
             }
         }
-        self.end_attempt(class != ErrorClass::Permanent);
+        self.end_attempt(class.is_failure());
     }
     #[inline]
     fn admit_retry(&mut self, next: Next) -> Next {

@@ -29,6 +29,9 @@ pub enum StopReason {
     /// for a bug in the policy; this says the retry is deferred, not given up: the outer
     /// layer's record of the same failure shows whether it retries.
     DeferredToOuter,
+    /// The error says the work was already done: an earlier attempt succeeded and only its
+    /// answer was lost ([`ErrorClass::AlreadyDone`]).
+    AlreadyDone,
 }
 
 impl StopReason {
@@ -43,6 +46,7 @@ impl StopReason {
             StopReason::CircuitOpen => "circuit_open",
             StopReason::RetryAfterTooLong => "retry_after_too_long",
             StopReason::DeferredToOuter => "deferred_to_outer",
+            StopReason::AlreadyDone => "already_done",
         }
     }
 }
