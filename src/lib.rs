@@ -26,6 +26,7 @@ pub use retry_runtime::{
     Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
 };
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
+pub use retry_runtime::{PerKey, per_key};
 
 /// What `#[retryable]` and `#[derive(Classify)]` expand to. Not public API: its contents change
 /// without notice.
@@ -39,6 +40,7 @@ pub mod __private {
     pub use retry_runtime::observe::{
         DisplayProbe, ViaDisplay, ViaNothing, no_display, observed, wants_clock,
     };
+    pub use retry_runtime::per_key::{key_hash, keyed};
     pub use retry_runtime::run::{
         AsPolicy, ByTrait, Call, Described, NoHook, WithRetryAfter, breaker_of, budget_of,
         circuit_open, class_of, policy_of, resolve_already_done, timed, timed_out,

@@ -36,6 +36,7 @@ mod retryable;
 /// | `on_failure` | path to `fn(&Failure<'_, E>)` | none | called once per failed attempt |
 /// | `sleep` | path to an async `fn(Duration)` | tokio's sleep | async only: for other runtimes |
 /// | `already_done` | path to `fn(E) -> Result<T, E>` | none | what an `AlreadyDone` error becomes (a receipt rebuilt from the duplicate); without it the error is returned |
+/// | `key` | expression (may use the arguments) | none | with `circuit`/`budget` naming a `static PerKey<..>`: which breaker or budget this call uses (a host, a partition, a tenant) |
 /// | `crate` | path | `::retry_kit` | where the generated code finds the runtime |
 ///
 /// Durations are exact: `"1.5s"` is 1 500 000 000 ns; a value finer than a nanosecond or longer

@@ -261,6 +261,23 @@ impl CircuitBreaker {
         self
     }
 
+    /// A closed breaker with this one's settings (for [`PerKey`](crate::PerKey)).
+    pub(crate) fn fresh_copy(&self) -> Self {
+        CircuitBreaker {
+            failure_threshold: self.failure_threshold,
+            open_for: self.open_for,
+            success_threshold: self.success_threshold,
+            half_open_max: self.half_open_max,
+            ratio: self.ratio,
+            hook: self.hook,
+            name: self.name,
+            state: AtomicU64::new(Word::CLOSED.pack()),
+            failures: AtomicU32::new(0),
+            open_until: AtomicI64::new(0),
+            window: [const { AtomicU64::new(0) }; BUCKETS],
+        }
+    }
+
     /// The name given by [`name`](Self::name), if any.
     pub const fn label(&self) -> Option<&'static str> {
         self.name

@@ -89,6 +89,15 @@ impl RetryBudget {
         }
     }
 
+    /// A full bucket with this one's settings (for [`PerKey`](crate::PerKey)).
+    pub(crate) fn fresh_copy(&self) -> Self {
+        RetryBudget {
+            max: self.max,
+            ratio: self.ratio,
+            tokens: AtomicU64::new(self.max),
+        }
+    }
+
     /// Whether a retry may start now: the tokens exceed half of `max_tokens`.
     #[inline]
     pub fn allows_retry(&self) -> bool {

@@ -19,6 +19,7 @@
 //! | [`observe`] | `tracing` events per failed attempt (feature `tracing`) |
 //! | [`breaker`] | [`CircuitBreaker`]: stop calling a dependency that keeps failing |
 //! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
+//! | [`per_key`] | [`PerKey`]: one breaker or budget per host, partition or tenant |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`], [`testing::record_sleeps_async`] and [`testing::seed_jitter`] |
@@ -39,6 +40,7 @@ pub mod error;
 pub mod fresh;
 pub mod io;
 pub mod observe;
+pub mod per_key;
 pub mod policy;
 mod rng;
 pub mod run;
@@ -59,5 +61,6 @@ pub use budget::RetryBudget;
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};
+pub use per_key::PerKey;
 pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
 pub use run::{Failure, Next, Retry, StopReason};

@@ -104,6 +104,7 @@ fn expand(
     };
     let protection = Protection::new(args, &krate, &call, &ret);
     let equip = &protection.equip;
+    let protection_setup = &protection.setup;
     let admit = &protection.admit;
     let prelude = fresh::prelude(bindings, &krate);
     // A result that borrows (`Result<&T, E>`) is the usual cause of a borrow error between
@@ -166,6 +167,7 @@ fn expand(
             #policy_setup
             let #classifier = #classify;
             let mut #hook = #krate::__private::observed(#hook_expr, concat!(module_path!(), "::", #name));
+            #protection_setup
             let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock) #equip;
             #timed_setup
             #admit
@@ -233,6 +235,8 @@ fn contains_infer(tokens: &TokenStream) -> bool {
 /// The shared protection of `adaptive`, `circuit`, `budget` and `attempt_timeout`: how the
 /// engine is equipped, the first attempt's admission, and the timeout of each attempt.
 struct Protection {
+    /// Before the engine is made: with `key`, the key's breaker and budget.
+    setup: TokenStream,
     /// `.adaptive(..)`, `.circuit(..)` and `.budget(..)` calls on the new `Call`.
     equip: TokenStream,
     /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
@@ -245,6 +249,7 @@ struct Protection {
 
 impl Protection {
     fn new(args: &Args, krate: &Path, call: &Ident, ret: &Type) -> Self {
+        let mut setup = TokenStream::new();
         let mut equip = TokenStream::new();
         let mut admit = TokenStream::new();
         if let Some(path) = args.path("adaptive") {
@@ -252,9 +257,29 @@ impl Protection {
             let source = quote_spanned!(path.span()=> &#path as &dyn #krate::__private::Adapt);
             equip.extend(quote!(.adaptive(#source)));
         }
+        // With `key = ...`, the breaker and the budget are the key's, from a `PerKey`: the key
+        // is hashed once, before the first attempt, and each value is held for the call.
+        let key_hash = Ident::new("__rk_key", Span::mixed_site());
+        if let Some(key) = args.expr("key") {
+            setup.extend(quote!(let #key_hash = #krate::__private::key_hash(&(#key));));
+        }
+        let keyed = |path: &Path, name: &str, held_type: &str| -> TokenStream {
+            let held = Ident::new(name, Span::mixed_site());
+            let held_type = Ident::new(held_type, Span::call_site());
+            // Spanned at the path, so a value that is not a `PerKey` is reported there (once:
+            // the annotated type keeps later uses from asking again).
+            let value = quote_spanned!(path.span()=> #krate::__private::keyed::<#krate::#held_type, _>(&#path, #key_hash));
+            quote!(let #held = #value;)
+        };
         if let (Some(s), Some(path)) = (args.get("circuit"), args.path("circuit")) {
             // Spanned at the path, so a value of the wrong type is reported there.
-            let of = quote_spanned!(path.span()=> #krate::__private::breaker_of(&#path));
+            let of = if args.get("key").is_some() {
+                setup.extend(keyed(path, "__rk_circuit", "CircuitBreaker"));
+                let held = Ident::new("__rk_circuit", Span::mixed_site());
+                quote_spanned!(path.span()=> #krate::__private::breaker_of(&*#held))
+            } else {
+                quote_spanned!(path.span()=> #krate::__private::breaker_of(&#path))
+            };
             equip.extend(quote!(.circuit(#of)));
             // A missing `From<CircuitOpen>` is reported at the `circuit` key.
             let refused = Ident::new("__rk_refused", Span::mixed_site());
@@ -271,7 +296,13 @@ impl Protection {
         }
         if let Some(path) = args.path("budget") {
             // Spanned at the path, so a value of the wrong type is reported there.
-            let of = quote_spanned!(path.span()=> #krate::__private::budget_of(&#path));
+            let of = if args.get("key").is_some() {
+                setup.extend(keyed(path, "__rk_budget", "RetryBudget"));
+                let held = Ident::new("__rk_budget", Span::mixed_site());
+                quote_spanned!(path.span()=> #krate::__private::budget_of(&*#held))
+            } else {
+                quote_spanned!(path.span()=> #krate::__private::budget_of(&#path))
+            };
             equip.extend(quote!(.budget(#of)));
         }
         let limit = args.duration("attempt_timeout");
@@ -288,6 +319,7 @@ impl Protection {
             _ => (TokenStream::new(), None),
         };
         Protection {
+            setup,
             equip,
             admit,
             timed_setup,

@@ -307,6 +307,19 @@ pub(crate) const KEYS: &[Key] = &[
         ],
     },
     Key {
+        name: "key",
+        takes: Takes::Expr,
+        example: "key = host",
+        on_policy: false,
+        excludes: &[],
+        instead: "",
+        doc: [
+            "expression (may use the arguments)",
+            "none",
+            "with `circuit`/`budget` naming a `static PerKey<..>`: which breaker or budget this call uses (a host, a partition, a tenant)",
+        ],
+    },
+    Key {
         name: "crate",
         takes: Takes::Path("the facade crate, such as `crate = ::retry_kit`"),
         example: "crate = ::retry_kit",

@@ -20,6 +20,14 @@ pub(crate) fn conflicts(args: &Args, errors: &mut Errors) {
             }
         }
     }
+    if let Some(key) = args.get("key") {
+        if args.get("circuit").is_none() && args.get("budget").is_none() {
+            errors.at(
+                &key.key,
+                "`key` picks a breaker or a budget from a `static PerKey<..>`: name one with `circuit = ...` or `budget = ...`",
+            );
+        }
+    }
     if let (Some(m), Some(backoff)) = (args.get("multiplier"), args.word("backoff")) {
         if backoff != "Exponential" {
             errors.at(

@@ -1,0 +1,128 @@
+//! `PerKey`: one breaker or budget per key — a failing host opens only its own breaker, drains
+//! only its own budget — for at most `N` keys, the least recently used replaced.
+#![deny(warnings, unused_qualifications)]
+
+use retry_kit::{
+    CircuitBreaker, CircuitOpen, CircuitState, Classify, PerKey, Retry, RetryBudget, RetryPolicy,
+    retryable,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, PartialEq, Classify)]
+enum HostError {
+    #[classify(transient)]
+    Refused,
+    #[classify(transient)]
+    Open,
+}
+
+impl From<CircuitOpen> for HostError {
+    fn from(_: CircuitOpen) -> Self {
+        HostError::Open
+    }
+}
+
+static HOSTS: PerKey<CircuitBreaker> = PerKey::new(CircuitBreaker::new(3, Duration::from_secs(60)));
+
+#[retryable(attempts = 3, base = "0ms", circuit = HOSTS, key = host)]
+fn fetch(host: &str, up: bool, calls: &mut u32) -> Result<&'static str, HostError> {
+    *calls += 1;
+    if up {
+        Ok("ok")
+    } else {
+        Err(HostError::Refused)
+    }
+}
+
+#[test]
+fn a_failing_host_opens_only_its_own_breaker() {
+    let mut calls = 0;
+    assert_eq!(
+        fetch("down.example", false, &mut calls),
+        Err(HostError::Refused)
+    );
+    assert_eq!(calls, 3);
+    assert_eq!(HOSTS.get("down.example").state(), CircuitState::Open);
+    // Another host is untouched, through the attribute and by hand.
+    assert_eq!(fetch("up.example", true, &mut calls), Ok("ok"));
+    assert_eq!(HOSTS.get("up.example").state(), CircuitState::Closed);
+    let policy = RetryPolicy::fixed(Duration::ZERO).attempts(2);
+    let breaker = HOSTS.get("other.example");
+    let by_hand: Result<u8, HostError> = Retry::new(&policy).circuit(&breaker).call(|| Ok(1));
+    assert_eq!(by_hand, Ok(1));
+    // The failing host's breaker refuses at once: no attempt is made.
+    let before = calls;
+    assert_eq!(
+        fetch("down.example", true, &mut calls),
+        Err(HostError::Open)
+    );
+    assert_eq!(calls, before);
+}
+
+static TWO: PerKey<CircuitBreaker, 2> =
+    PerKey::new(CircuitBreaker::new(1, Duration::from_secs(60)));
+
+#[test]
+fn a_new_key_beyond_the_bound_replaces_the_least_recently_used() {
+    TWO.get("a").try_acquire().unwrap().failed(); // a: open
+    TWO.get("b").try_acquire().unwrap().failed(); // b: open
+    assert_eq!(TWO.get("a").state(), CircuitState::Open); // a used after b
+    let c = TWO.get("c"); // replaces b, the least recently used
+    assert_eq!(c.state(), CircuitState::Closed);
+    assert_eq!(TWO.len(), 2);
+    assert_eq!(
+        TWO.get("a").state(),
+        CircuitState::Open,
+        "a kept its breaker"
+    );
+    // b comes back with a fresh breaker (replacing c, now the least recently used).
+    assert_eq!(TWO.get("b").state(), CircuitState::Closed);
+    assert_eq!(TWO.len(), 2);
+}
+
+static TENANTS: PerKey<RetryBudget, 8> = PerKey::new(RetryBudget::new(4, 0.5));
+
+#[derive(Debug, Classify)]
+#[classify(transient)]
+struct Busy;
+
+#[retryable(attempts = 10, base = "0ms", budget = TENANTS, key = tenant)]
+fn charge(tenant: u32, calls: &mut u32) -> Result<(), Busy> {
+    *calls += 1;
+    Err(Busy)
+}
+
+#[test]
+fn each_key_has_its_own_budget() {
+    let mut noisy = 0;
+    for _ in 0..5 {
+        let _ = charge(1, &mut noisy);
+    }
+    // Four tokens: retries only while more than two are left, so 1 retry, then none.
+    assert_eq!(noisy, 2 + 4);
+    assert!(!TENANTS.get(&1u32).allows_retry());
+    // Tenant 2 still has its whole budget.
+    let mut quiet = 0;
+    let _ = charge(2, &mut quiet);
+    assert_eq!(quiet, 2);
+    assert_eq!(TENANTS.get(&2u32).tokens(), 2.0);
+}
+
+static CONTENDED: PerKey<CircuitBreaker, 4> =
+    PerKey::new(CircuitBreaker::new(1_000_000, Duration::from_secs(1)));
+
+#[test]
+fn eight_threads_over_sixteen_keys_never_hold_more_than_the_bound() {
+    std::thread::scope(|s| {
+        for t in 0..8u32 {
+            s.spawn(move || {
+                for i in 0..2_000u32 {
+                    let breaker: Arc<CircuitBreaker> = CONTENDED.get(&((t * 7 + i) % 16));
+                    breaker.try_acquire().unwrap().succeeded();
+                }
+            });
+        }
+    });
+    assert_eq!(CONTENDED.len(), 4);
+}
