@@ -6,7 +6,7 @@
 //! from this bench.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use retry_kit::{CircuitBreaker, RetryBudget};
+use retry_kit::{CircuitBreaker, PerKey, RetryBudget};
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +18,17 @@ static BUDGET: RetryBudget = RetryBudget::new(100, 0.1);
 static CHURN: RetryBudget = RetryBudget::new(100, 1.0);
 
 static WORD: AtomicU64 = AtomicU64::new(0);
+
+static HOSTS: PerKey<CircuitBreaker> = PerKey::new(CircuitBreaker::new(5, Duration::from_secs(30)));
+
+/// A `PerKey` lookup of a key it holds (one of 64, found by a scan under its lock), then a call
+/// through that key's closed breaker: what `circuit = HOSTS, key = host` adds per call.
+fn per_key_lookup_and_call() {
+    let breaker = black_box(&HOSTS).get(black_box("api-17.example"));
+    if let Ok(permit) = breaker.try_acquire() {
+        permit.succeeded();
+    }
+}
 
 /// For scale: one relaxed load of a shared atomic, the least any shared check can cost.
 fn baseline_atomic_load() {
@@ -60,10 +71,19 @@ const CASES: &[(&str, fn())] = &[
     ("budget_check", budget_check),
     ("budget_success_full", budget_success_full),
     ("budget_failure_then_success", budget_churn),
+    ("per_key_lookup_and_closed_call", per_key_lookup_and_call),
 ];
+
+/// Fill `HOSTS` with 64 keys, so that a lookup scans a full table.
+fn fill_hosts() {
+    for i in 0..64 {
+        drop(HOSTS.get(&format!("api-{i}.example")));
+    }
+}
 
 fn uncontended(c: &mut Criterion) {
     OPEN.try_acquire().map(|p| p.failed()).ok();
+    fill_hosts();
     let mut group = c.benchmark_group("uncontended");
     for (name, op) in CASES {
         group.bench_function(*name, |b| b.iter(op));
@@ -75,6 +95,7 @@ fn uncontended(c: &mut Criterion) {
 /// the same static, both released by one barrier.
 fn two_threads(c: &mut Criterion) {
     OPEN.try_acquire().map(|p| p.failed()).ok();
+    fill_hosts();
     let mut group = c.benchmark_group("two_threads");
     for (name, op) in CASES {
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
