@@ -21,6 +21,9 @@ pub use retry_runtime::tonic;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use retry_runtime::tower;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use retry_runtime::meter;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
     Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,

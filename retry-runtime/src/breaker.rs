@@ -434,6 +434,8 @@ impl CircuitBreaker {
     }
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
+        #[cfg(feature = "metrics")]
+        crate::meter::circuit_state(self.name.unwrap_or("unnamed"), to);
         #[cfg(feature = "tracing")]
         {
             let breaker = self.name.unwrap_or("unnamed");

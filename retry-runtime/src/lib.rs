@@ -17,6 +17,7 @@
 //! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
 //! | [`adaptive`] | [`AdaptivePolicy`]: attempts and delays adjusted from recent failure rate and latency |
 //! | [`observe`] | `tracing` events per failed attempt (feature `tracing`) |
+//! | `meter` | (feature `metrics`) attempts, delays, stops and breaker states through `metrics` |
 //! | [`breaker`] | [`CircuitBreaker`]: stop calling a dependency that keeps failing |
 //! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
 //! | [`per_key`] | [`PerKey`]: one breaker or budget per host, partition or tenant |
@@ -39,6 +40,8 @@ pub mod context;
 pub mod error;
 pub mod fresh;
 pub mod io;
+#[cfg(feature = "metrics")]
+pub mod meter;
 pub mod observe;
 pub mod per_key;
 pub mod policy;

@@ -27,10 +27,10 @@
 //! compiled: no clock read, no check, no field.
 
 use crate::run::hook::FmtFn;
-#[cfg(feature = "tracing")]
+#[cfg(any(feature = "tracing", feature = "metrics"))]
 use crate::run::hook::Hook;
 use crate::run::outcome::Outcome;
-#[cfg(feature = "tracing")]
+#[cfg(any(feature = "tracing", feature = "metrics"))]
 use crate::run::stop::Failure;
 #[cfg(feature = "tracing")]
 use crate::run::stop::Next;
@@ -95,41 +95,44 @@ pub const fn no_display<E: ?Sized>() -> Option<FmtFn<E>> {
     None
 }
 
-/// The hook every loop hands the engine: with the `tracing` feature, the caller's hook wrapped
-/// so that each failed attempt is also an event ([`Traced`]); without it, the hook itself.
-#[cfg(feature = "tracing")]
-pub type Observed<H> = Traced<H>;
+/// The hook every loop hands the engine: with the `tracing` or `metrics` feature, the caller's
+/// hook wrapped so that each attempt is also an event or a measurement ([`Observer`]); without
+/// them, the hook itself.
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+pub type Observed<H> = Observer<H>;
 
-/// The hook every loop hands the engine: with the `tracing` feature, the caller's hook wrapped
-/// so that each failed attempt is also an event; without it, the hook itself.
-#[cfg(not(feature = "tracing"))]
+/// The hook every loop hands the engine: with the `tracing` or `metrics` feature, the caller's
+/// hook wrapped so that each attempt is also an event or a measurement; without them, the hook
+/// itself.
+#[cfg(not(any(feature = "tracing", feature = "metrics")))]
 pub type Observed<H> = H;
 
-/// Observe the failed attempts `hook` receives: with the `tracing` feature, as events whose
-/// `fn` field is `name`.
+/// Observe the attempts `hook` receives: with the `tracing` feature as events, with the
+/// `metrics` feature as measurements, both labelled `fn` = `name`.
 #[inline]
 pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
-    #[cfg(feature = "tracing")]
+    #[cfg(any(feature = "tracing", feature = "metrics"))]
     {
-        Traced { hook, name }
+        Observer { hook, name }
     }
-    #[cfg(not(feature = "tracing"))]
+    #[cfg(not(any(feature = "tracing", feature = "metrics")))]
     {
         let _ = name;
         hook
     }
 }
 
-/// A hook that also emits one `tracing` event per failed attempt (feature `tracing`).
-#[cfg(feature = "tracing")]
+/// A hook that also reports every attempt: one `tracing` event per failed attempt (feature
+/// `tracing`) and the `retry_kit_*` measurements (feature `metrics`, see [`crate::meter`]).
+#[cfg(any(feature = "tracing", feature = "metrics"))]
 #[derive(Debug)]
-pub struct Traced<H> {
+pub struct Observer<H> {
     hook: H,
     name: &'static str,
 }
 
-#[cfg(feature = "tracing")]
-impl<E, H: Hook<E>> Hook<E> for Traced<H> {
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+impl<E, H: Hook<E>> Hook<E> for Observer<H> {
     const ACTIVE: bool = true;
 
     #[inline]
@@ -137,12 +140,26 @@ impl<E, H: Hook<E>> Hook<E> for Traced<H> {
         if H::ACTIVE {
             self.hook.on_failure(failure);
         }
-        let shown = self.hook.display_fn().map(|fmt| Shown(failure.error, fmt));
-        failed_attempt(
-            self.name,
-            failure,
-            shown.as_ref().map(|s| s as &dyn fmt::Display),
-        );
+        #[cfg(feature = "metrics")]
+        crate::meter::failed_attempt(self.name, failure.class, failure.next);
+        #[cfg(feature = "tracing")]
+        {
+            let shown = self.hook.display_fn().map(|fmt| Shown(failure.error, fmt));
+            failed_attempt(
+                self.name,
+                failure,
+                shown.as_ref().map(|s| s as &dyn fmt::Display),
+            );
+        }
+    }
+
+    #[inline]
+    fn on_success(&mut self, attempt: u32) {
+        if H::ACTIVE {
+            self.hook.on_success(attempt);
+        }
+        #[cfg(feature = "metrics")]
+        crate::meter::succeeded(self.name);
     }
 
     #[inline]

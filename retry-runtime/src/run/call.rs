@@ -253,9 +253,12 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     {
         match outcome.error() {
             None => {
-                // Nothing when unprotected: the success path is the attempt counter and the
-                // thread-local pointer.
+                // Nothing when unprotected and unobserved: the success path is the attempt
+                // counter and the thread-local pointer.
                 self.protection.succeeded();
+                if H::ACTIVE {
+                    hook.on_success(self.attempt());
+                }
                 None
             }
             Some(error) => self.failed(error, classifier, hook),

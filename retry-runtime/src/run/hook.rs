@@ -13,6 +13,12 @@ pub trait Hook<E> {
     const ACTIVE: bool = true;
     /// Called once per failed attempt.
     fn on_failure(&mut self, failure: &Failure<'_, E>);
+    /// Called when attempt number `attempt` succeeds (only for an [`ACTIVE`](Self::ACTIVE)
+    /// hook; nothing by default).
+    #[inline]
+    fn on_success(&mut self, attempt: u32) {
+        let _ = attempt;
+    }
     /// How to show an error in a `tracing` event, if it can be shown. See
     /// [`observe`](crate::observe).
     #[inline]
@@ -55,6 +61,10 @@ impl<E, H: Hook<E>> Hook<E> for Described<H, E> {
         self.0.on_failure(failure)
     }
     #[inline]
+    fn on_success(&mut self, attempt: u32) {
+        self.0.on_success(attempt)
+    }
+    #[inline]
     fn display_fn(&self) -> Option<FmtFn<E>> {
         self.1
     }
@@ -83,6 +93,10 @@ impl<E: std::fmt::Display, H: Hook<E>> Hook<E> for Displayed<H> {
     #[inline]
     fn on_failure(&mut self, failure: &Failure<'_, E>) {
         self.0.on_failure(failure)
+    }
+    #[inline]
+    fn on_success(&mut self, attempt: u32) {
+        self.0.on_success(attempt)
     }
     #[inline]
     fn display_fn(&self) -> Option<FmtFn<E>> {

@@ -83,7 +83,7 @@ macro_rules! rebuild {
             hook: $h,
             protection: $s,
             timeout: $t,
-            #[cfg(feature = "tracing")]
+            #[cfg(any(feature = "tracing", feature = "metrics"))]
             name: $retry.name,
         }
     };
@@ -125,8 +125,9 @@ pub struct Retry<'p, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
     pub(crate) protection: S,
     /// [`NoTimeout`], or the limit of each attempt of `call_async`.
     pub(crate) timeout: T,
-    /// The name `tracing` events give; only kept with the `tracing` feature.
-    #[cfg(feature = "tracing")]
+    /// The name `tracing` events and measurements give; only kept with the `tracing` or
+    /// `metrics` feature.
+    #[cfg(any(feature = "tracing", feature = "metrics"))]
     name: &'static str,
 }
 
@@ -139,7 +140,7 @@ impl<'p> Retry<'p> {
             hook: NoHook,
             protection: Unprotected,
             timeout: NoTimeout,
-            #[cfg(feature = "tracing")]
+            #[cfg(any(feature = "tracing", feature = "metrics"))]
             name: "closure",
         }
     }
@@ -163,16 +164,16 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         rebuild!(self, hook: Displayed(self.hook))
     }
 
-    /// The name `tracing` events give in their `fn` field (default `"closure"`). Without the
-    /// `tracing` feature there are no events, and the name is not kept.
+    /// The name `tracing` events and `metrics` measurements give in their `fn` field (default
+    /// `"closure"`). Without either feature nothing reports it, and the name is not kept.
     pub fn named(self, name: &'static str) -> Self {
-        #[cfg(feature = "tracing")]
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
         {
             let mut retry = self;
             retry.name = name;
             retry
         }
-        #[cfg(not(feature = "tracing"))]
+        #[cfg(not(any(feature = "tracing", feature = "metrics")))]
         {
             let _ = name;
             self
@@ -375,7 +376,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
             hook: self.hook,
             protection: self.protection,
             timeout: self.timeout,
-            #[cfg(feature = "tracing")]
+            #[cfg(any(feature = "tracing", feature = "metrics"))]
             name: self.name,
         }
     }
@@ -383,11 +384,11 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// The name for `tracing` events (without the feature, none is kept).
     #[inline(always)]
     pub(crate) fn name(&self) -> &'static str {
-        #[cfg(feature = "tracing")]
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
         {
             self.name
         }
-        #[cfg(not(feature = "tracing"))]
+        #[cfg(not(any(feature = "tracing", feature = "metrics")))]
         {
             "closure"
         }

@@ -1,0 +1,57 @@
+//! Measurements through the `metrics` facade (feature `metrics`), for whatever recorder the
+//! application installs (Prometheus, StatsD, OpenTelemetry, ...):
+//!
+//! | name | kind | labels | what |
+//! | --- | --- | --- | --- |
+//! | `retry_kit_attempts_total` | counter | `fn`, `outcome` (`success`, `retry`, `stop`), `class` (`none` for a success) | every attempt, by what came of it |
+//! | `retry_kit_retry_delay_seconds` | histogram | `fn` | the wait before each retry |
+//! | `retry_kit_stops_total` | counter | `fn`, `reason` | every call that gave up, by [`StopReason`] |
+//! | `retry_kit_circuit_state` | gauge | `breaker` | 0 closed, 1 half-open, 2 open, set on every change of a named or unnamed (`"unnamed"`) breaker |
+//!
+//! `fn` is the function's path for `#[retryable]` (as in `tracing` events) and the name given
+//! by [`Retry::named`](crate::Retry::named) for the builder (`"closure"` by default). Without
+//! the feature nothing is compiled: no check, no call on any path.
+
+use crate::breaker::CircuitState;
+use crate::class::ErrorClass;
+use crate::run::stop::{Next, StopReason};
+
+/// A failed attempt: counted by outcome and class; its wait or its stop recorded.
+#[cold]
+pub(crate) fn failed_attempt(function: &'static str, class: ErrorClass, next: Next) {
+    match next {
+        Next::Retry(delay) => {
+            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class.as_str())
+                .increment(1);
+            ::metrics::histogram!("retry_kit_retry_delay_seconds", "fn" => function)
+                .record(delay.as_secs_f64());
+        }
+        Next::Stop(reason) => {
+            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "stop", "class" => class.as_str())
+                .increment(1);
+            stopped(function, reason);
+        }
+    }
+}
+
+fn stopped(function: &'static str, reason: StopReason) {
+    ::metrics::counter!("retry_kit_stops_total", "fn" => function, "reason" => reason.as_str())
+        .increment(1);
+}
+
+/// A successful attempt.
+#[inline]
+pub(crate) fn succeeded(function: &'static str) {
+    ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "success", "class" => "none")
+        .increment(1);
+}
+
+/// A breaker changed state.
+pub(crate) fn circuit_state(breaker: &'static str, state: CircuitState) {
+    let value = match state {
+        CircuitState::Closed => 0.0,
+        CircuitState::HalfOpen => 1.0,
+        CircuitState::Open => 2.0,
+    };
+    ::metrics::gauge!("retry_kit_circuit_state", "breaker" => breaker).set(value);
+}

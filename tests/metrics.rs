@@ -1,0 +1,133 @@
+//! The `metrics` feature: every attempt counted by outcome and class, each retry's delay, each
+//! stop by reason, and every breaker change as a gauge, read back with metrics-util's debugging
+//! recorder.
+#![deny(warnings, unused_qualifications)]
+
+use metrics_util::CompositeKey;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use retry_kit::{CircuitBreaker, Classify, Retry, RetryPolicy, retryable, testing};
+use std::time::Duration;
+
+#[derive(Debug, Classify)]
+enum StoreError {
+    #[classify(transient)]
+    Busy,
+    #[classify(permanent)]
+    Missing,
+}
+
+#[retryable(attempts = 4, backoff = "fixed", base = "100ms", jitter = "none")]
+fn load(busy_for: &mut u32) -> Result<u32, StoreError> {
+    if *busy_for > 0 {
+        *busy_for -= 1;
+        return Err(StoreError::Busy);
+    }
+    Ok(1)
+}
+
+#[retryable(attempts = 4, base = "0ms")]
+fn lookup() -> Result<u32, StoreError> {
+    Err(StoreError::Missing)
+}
+
+/// Every measurement `f` makes: (name, labels sorted, value).
+fn measure(f: impl FnOnce()) -> Vec<(String, Vec<String>, DebugValue)> {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, f);
+    let mut out: Vec<_> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value): (CompositeKey, _, _, DebugValue)| {
+            let key = key.key();
+            let mut labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            labels.sort();
+            (key.name().to_owned(), labels, value)
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    out
+}
+
+fn labels(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn attempts_delays_and_stops_are_counted_by_outcome_class_and_reason() {
+    let seen = measure(|| {
+        let mut busy = 2;
+        testing::record_sleeps(|| load(&mut busy)).0.unwrap();
+        let _ = lookup();
+    });
+    let load_fn = "fn=metrics::load";
+    let lookup_fn = "fn=metrics::lookup";
+    assert_eq!(
+        seen,
+        [
+            (
+                "retry_kit_attempts_total".to_owned(),
+                labels(&["class=none", load_fn, "outcome=success"]),
+                DebugValue::Counter(1)
+            ),
+            (
+                "retry_kit_attempts_total".to_owned(),
+                labels(&["class=permanent", lookup_fn, "outcome=stop"]),
+                DebugValue::Counter(1)
+            ),
+            (
+                "retry_kit_attempts_total".to_owned(),
+                labels(&["class=transient", load_fn, "outcome=retry"]),
+                DebugValue::Counter(2)
+            ),
+            (
+                "retry_kit_retry_delay_seconds".to_owned(),
+                labels(&[load_fn]),
+                DebugValue::Histogram(vec![0.1.into(), 0.1.into()])
+            ),
+            (
+                "retry_kit_stops_total".to_owned(),
+                labels(&[lookup_fn, "reason=permanent"]),
+                DebugValue::Counter(1)
+            ),
+        ]
+    );
+}
+
+#[test]
+fn the_builder_is_measured_under_its_name() {
+    let policy = RetryPolicy::fixed(Duration::ZERO).attempts(2);
+    let seen = measure(|| {
+        let _ = Retry::new(&policy)
+            .named("billing::charge")
+            .call(|| Err::<(), _>(StoreError::Busy));
+    });
+    let stops: Vec<_> = seen
+        .iter()
+        .filter(|(name, ..)| name == "retry_kit_stops_total")
+        .collect();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(
+        stops[0].1,
+        labels(&["fn=billing::charge", "reason=attempts_exhausted"])
+    );
+}
+
+static ORDERS: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(60)).name("orders");
+
+#[test]
+fn a_breaker_change_sets_its_state_gauge() {
+    let seen = measure(|| ORDERS.try_acquire().unwrap().failed());
+    assert_eq!(
+        seen,
+        [(
+            "retry_kit_circuit_state".to_owned(),
+            labels(&["breaker=orders"]),
+            DebugValue::Gauge(2.0.into())
+        )]
+    );
+}
