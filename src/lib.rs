@@ -12,6 +12,9 @@ pub use retry_runtime::adaptive;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry_runtime::http;
 pub use retry_runtime::io::io_kind_class;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub use retry_runtime::meter;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use retry_runtime::reqwest;
@@ -21,9 +24,6 @@ pub use retry_runtime::tonic;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use retry_runtime::tower;
-#[cfg(feature = "metrics")]
-#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
-pub use retry_runtime::meter;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
     Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,

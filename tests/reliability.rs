@@ -199,3 +199,28 @@ fn eight_threads_lose_no_breaker_failure() {
     COUNTED.try_acquire().unwrap().failed();
     assert_eq!(COUNTED.state(), CircuitState::Open);
 }
+
+static ASYNC_PANIC_BREAKER: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(60));
+static ASYNC_PANIC_BUDGET: RetryBudget = RetryBudget::new(10, 0.5);
+
+#[retryable(attempts = 3, base = "0ms", circuit = ASYNC_PANIC_BREAKER, budget = ASYNC_PANIC_BUDGET)]
+async fn panics_in_a_task() -> Result<(), Upstream> {
+    tokio::task::yield_now().await;
+    std::panic::panic_any(Bug(9));
+}
+
+#[tokio::test]
+async fn a_panic_inside_a_spawned_task_counts_as_a_failure_too() {
+    // tokio catches the panic and drops the future afterwards, not while unwinding: the guard
+    // around each poll is what sees it.
+    let joined = tokio::spawn(panics_in_a_task()).await;
+    assert!(joined.unwrap_err().is_panic());
+    assert_eq!(ASYNC_PANIC_BUDGET.tokens(), 9.0);
+    assert_eq!(ASYNC_PANIC_BREAKER.state(), CircuitState::Closed);
+    ASYNC_PANIC_BREAKER.try_acquire().unwrap().failed();
+    assert_eq!(
+        ASYNC_PANIC_BREAKER.state(),
+        CircuitState::Open,
+        "the panic was the first of two failures"
+    );
+}

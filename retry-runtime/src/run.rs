@@ -31,8 +31,8 @@ pub use classifier::{ByTrait, Classifier, WithRetryAfter, class_of, resolve_alre
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
 pub use protection::{
-    AsBreaker, AsBudget, CircuitSlot, Equip, HoldsCircuitOpen, IntoShared, NoCircuit, Protected,
-    Protection, Shared, Unprotected, breaker_of, budget_of, circuit_open,
+    AsBreaker, AsBudget, CircuitSlot, Equip, HoldsCircuitOpen, IntoShared, NoCircuit, PanicSink,
+    Protected, Protection, Shared, Unprotected, breaker_of, budget_of, circuit_open,
 };
 pub use retry::{AsPolicy, BreakerWith, Retry, policy_of};
 pub use stop::{Failure, Next, StopReason};

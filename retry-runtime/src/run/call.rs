@@ -10,7 +10,7 @@
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
-use super::protection::{Protected, Protection, Unprotected};
+use super::protection::{PanicGuard, PanicSink, Protected, Protection, Unprotected};
 use super::stop::{Failure, Next, StopReason};
 use crate::adaptive::{Adapt, Tuning};
 use crate::breaker::CircuitBreaker;
@@ -209,16 +209,24 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         self.ctx.begin_attempt();
         self.protection.begin_attempt();
         let _entered: Entered<'_> = self.ctx.enter();
-        body()
+        if S::GUARDED {
+            let guard = PanicGuard(&mut self.protection);
+            let out = body();
+            std::mem::forget(guard);
+            out
+        } else {
+            body()
+        }
     }
 
     /// Wrap one attempt of an async body, visible to `current_attempt()` on every poll.
     #[inline]
-    pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, F> {
+    pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, F, S> {
         self.ctx.begin_attempt();
         self.protection.begin_attempt();
         InAttempt {
             ctx: &mut self.ctx,
+            protection: &mut self.protection,
             body,
         }
     }
@@ -380,23 +388,34 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     }
 }
 
-/// One attempt of an async body, with its call's context installed on every poll.
+/// One attempt of an async body, with its call's context installed on every poll, and its
+/// protection told if a poll panics.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
-pub struct InAttempt<'c, F> {
+pub struct InAttempt<'c, F, S = Unprotected> {
     ctx: &'c mut CallCtx,
+    protection: &'c mut S,
     body: F,
 }
 
-impl<F: Future> Future for InAttempt<'_, F> {
+impl<F: Future, S: PanicSink> Future for InAttempt<'_, F, S> {
     type Output = F::Output;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         // SAFETY: `body` is pinned structurally: it is never moved out of `self`, and
-        // `InAttempt` has no `Drop` impl. `ctx` is a plain reference and is not pinned.
+        // `InAttempt` has no `Drop` impl. `ctx` and `protection` are plain references and are
+        // not pinned.
         let this = unsafe { self.get_unchecked_mut() };
         let _entered = this.ctx.enter();
-        unsafe { Pin::new_unchecked(&mut this.body) }.poll(cx)
+        let body = unsafe { Pin::new_unchecked(&mut this.body) };
+        if S::GUARDED {
+            let guard = PanicGuard(&mut *this.protection);
+            let out = body.poll(cx);
+            std::mem::forget(guard);
+            out
+        } else {
+            body.poll(cx)
+        }
     }
 }

@@ -29,7 +29,7 @@ use std::time::Instant;
 /// The shared protection a [`Call`] carries: [`Unprotected`] (none) or [`Protected`]. Every
 /// method is called at the same point of the loop for both; [`Unprotected`]'s do nothing and
 /// inline to nothing.
-pub trait Protection<'p>: Sized {
+pub trait Protection<'p>: PanicSink + Sized {
     /// The same protection as [`Protected`] state.
     fn into_protected(self) -> Protected<'p>;
     /// The adaptive adjustment of the policy, if any.
@@ -87,8 +87,6 @@ pub struct Protected<'p> {
     pub(super) breaker: Option<&'p CircuitBreaker>,
     pub(super) budget: Option<&'p RetryBudget>,
     permit: Option<CircuitPermit<'p>>,
-    /// An attempt has started and not yet reported its outcome.
-    in_attempt: bool,
 }
 
 impl<'p> Protected<'p> {
@@ -99,7 +97,6 @@ impl<'p> Protected<'p> {
         breaker: None,
         budget: None,
         permit: None,
-        in_attempt: false,
     };
 
     /// Record attempts into `source`, whose tuning of the policy is `tuned`.
@@ -139,14 +136,12 @@ impl<'p> Protection<'p> for Protected<'p> {
     }
     #[inline]
     fn begin_attempt(&mut self) {
-        self.in_attempt = true;
         if self.adaptive.is_some() {
             self.attempt_started = Some(clock::now());
         }
     }
     #[inline(always)]
     fn succeeded(&mut self) {
-        self.in_attempt = false;
         self.end_attempt(false);
         if self.permit.is_some() || self.budget.is_some() {
             self.record_success();
@@ -154,7 +149,6 @@ impl<'p> Protection<'p> for Protected<'p> {
     }
     #[inline]
     fn failed(&mut self, class: ErrorClass) {
-        self.in_attempt = false;
         if let Some(permit) = self.permit.take() {
             permit.record(class);
         }
@@ -192,21 +186,49 @@ impl<'p> Protection<'p> for Protected<'p> {
     }
 }
 
-/// One rule for a panicking attempt: it is a failure everywhere. The breaker permit counts it as
-/// one (its own `Drop`, as the spec asks of probes), and here the budget is charged a token and
-/// the adaptive window records a failed attempt. The attempt produced no answer; were the three
-/// to disagree, a dependency whose replies make the caller panic would open the breaker while
-/// the budget and the window still saw a healthy service. A call dropped mid-attempt without a
-/// panic (a cancelled future) records nothing anywhere: it says nothing about the dependency.
-/// An async runtime that catches a task's panic (tokio does) drops the future afterwards, not
-/// while unwinding: for an async call that panic is seen as such a cancellation.
-impl Drop for Protected<'_> {
+/// What a call's protection does with an attempt that panics. One rule: a panicking attempt is a
+/// failure everywhere — the breaker permit records a failure (as the spec asks of probes), the
+/// budget is charged a token and the adaptive window records a failed attempt. The attempt
+/// produced no answer; were the three to disagree, a dependency whose replies make the caller
+/// panic would open the breaker while the budget and the window still saw a healthy service.
+/// The engine arms a guard around the body of every attempt of a protected call (sync bodies
+/// and each poll of async ones, so a panic inside a task that its runtime catches counts too);
+/// a call dropped mid-attempt without a panic (a cancelled future) records nothing anywhere.
+pub trait PanicSink {
+    /// Whether attempts need the guard at all (false for [`Unprotected`]: no guard is made).
+    const GUARDED: bool;
+    /// The running attempt panicked.
+    fn panicked(&mut self);
+}
+
+impl PanicSink for Unprotected {
+    const GUARDED: bool = false;
+    #[inline(always)]
+    fn panicked(&mut self) {}
+}
+
+impl PanicSink for Protected<'_> {
+    const GUARDED: bool = true;
+    #[cold]
+    fn panicked(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.failed();
+        }
+        if let Some(budget) = self.budget {
+            budget.record_failure();
+        }
+        self.end_attempt(true);
+    }
+}
+
+/// Armed around an attempt's body: tells the protection if the body unwinds. Forgotten when
+/// the body returns, so the normal path runs no drop code.
+pub(super) struct PanicGuard<'g, S: PanicSink>(pub(super) &'g mut S);
+
+impl<S: PanicSink> Drop for PanicGuard<'_, S> {
     fn drop(&mut self) {
-        if self.in_attempt && std::thread::panicking() {
-            if let Some(budget) = self.budget {
-                budget.record_failure();
-            }
-            self.end_attempt(true);
+        if std::thread::panicking() {
+            self.0.panicked();
         }
     }
 }
