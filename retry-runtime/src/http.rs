@@ -283,9 +283,9 @@ mod tests {
     use std::time::UNIX_EPOCH;
 
     /// Sun, 06 Nov 1994 08:49:37 GMT, RFC 9110's example date.
-    const EXAMPLE: u64 = 784_111_777;
+    pub(super) const EXAMPLE: u64 = 784_111_777;
 
-    fn at(secs: u64) -> SystemTime {
+    pub(super) fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
     }
 

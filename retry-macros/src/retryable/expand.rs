@@ -263,24 +263,32 @@ impl Protection {
         if let Some(key) = args.expr("key") {
             setup.extend(quote!(let #key_hash = #krate::__private::key_hash(&(#key));));
         }
-        let keyed = |path: &Path, name: &str, held_type: &str| -> TokenStream {
-            let held = Ident::new(name, Span::mixed_site());
-            let held_type = Ident::new(held_type, Span::call_site());
-            // Spanned at the path, so a value that is not a `PerKey` is reported there (once:
-            // the annotated type keeps later uses from asking again).
-            let value = quote_spanned!(path.span()=> #krate::__private::keyed::<#krate::#held_type, _>(&#path, #key_hash));
-            quote!(let #held = #value;)
-        };
-        if let (Some(s), Some(path)) = (args.get("circuit"), args.path("circuit")) {
-            // Spanned at the path, so a value of the wrong type is reported there.
-            let of = if args.get("key").is_some() {
-                setup.extend(keyed(path, "__rk_circuit", "CircuitBreaker"));
-                let held = Ident::new("__rk_circuit", Span::mixed_site());
-                quote_spanned!(path.span()=> #krate::__private::breaker_of(&*#held))
-            } else {
-                quote_spanned!(path.span()=> #krate::__private::breaker_of(&#path))
+        // The breaker, then the budget: the shared one, or the key's held for the call.
+        let shared = [
+            ("circuit", "CircuitBreaker", "breaker_of"),
+            ("budget", "RetryBudget", "budget_of"),
+        ];
+        for (name, held_type, of) in shared {
+            let Some(path) = args.path(name) else {
+                continue;
             };
-            equip.extend(quote!(.circuit(#of)));
+            let method = Ident::new(name, Span::call_site());
+            let of = Ident::new(of, Span::call_site());
+            // Spanned at the path, so a value of the wrong type is reported there (for a
+            // `PerKey`, once: the value's type is named, so later uses do not ask again).
+            let value = if args.get("key").is_some() {
+                let held = Ident::new(&format!("__rk_{name}"), Span::mixed_site());
+                let held_type = Ident::new(held_type, Span::call_site());
+                setup.extend(quote_spanned!(path.span()=>
+                    let #held = #krate::__private::keyed::<#krate::#held_type, _>(&#path, #key_hash);
+                ));
+                quote_spanned!(path.span()=> #krate::__private::#of(&*#held))
+            } else {
+                quote_spanned!(path.span()=> #krate::__private::#of(&#path))
+            };
+            equip.extend(quote!(.#method(#value)));
+        }
+        if let Some(s) = args.get("circuit") {
             // A missing `From<CircuitOpen>` is reported at the `circuit` key.
             let refused = Ident::new("__rk_refused", Span::mixed_site());
             let open = Ident::new("__rk_open", Span::mixed_site());
@@ -293,17 +301,6 @@ impl Protection {
                     return ::core::result::Result::Err(#refused(#open));
                 }
             };
-        }
-        if let Some(path) = args.path("budget") {
-            // Spanned at the path, so a value of the wrong type is reported there.
-            let of = if args.get("key").is_some() {
-                setup.extend(keyed(path, "__rk_budget", "RetryBudget"));
-                let held = Ident::new("__rk_budget", Span::mixed_site());
-                quote_spanned!(path.span()=> #krate::__private::budget_of(&*#held))
-            } else {
-                quote_spanned!(path.span()=> #krate::__private::budget_of(&#path))
-            };
-            equip.extend(quote!(.budget(#of)));
         }
         let limit = args.duration("attempt_timeout");
         let (timed_setup, timeout) = match (args.get("attempt_timeout"), limit) {

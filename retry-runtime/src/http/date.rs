@@ -177,14 +177,8 @@ impl Civil {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{EXAMPLE, at};
     use super::*;
-
-    /// Sun, 06 Nov 1994 08:49:37 GMT, RFC 9110's example date.
-    const EXAMPLE: u64 = 784_111_777;
-
-    fn at(secs: u64) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(secs)
-    }
 
     #[test]
     fn rfc850_two_digit_years_are_never_more_than_50_years_ahead() {
