@@ -28,6 +28,7 @@
 //! | `reqwest` | (feature `reqwest`) `Classify for reqwest::Error`, `error_for_status` |
 //! | `tonic` | (feature `tonic`) `Classify for tonic::Status`, `grpc-retry-pushback-ms` |
 //! | `tower` | (feature `tower`) `RetryLayer`: retry inside a tower stack |
+//! | `reqwest_middleware` | (feature `reqwest-middleware`) `RetryMiddleware`: retry inside a reqwest client |
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -53,6 +54,8 @@ pub mod testing;
 pub mod http;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
+#[cfg(feature = "reqwest-middleware")]
+pub mod reqwest_middleware;
 #[cfg(feature = "tonic")]
 pub mod tonic;
 #[cfg(feature = "tower")]

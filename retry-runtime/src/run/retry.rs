@@ -40,7 +40,7 @@ macro_rules! begin {
     };
 }
 
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use begin;
 
 /// One async attempt of `$call`: the future `$attempt`, cut off after the limit of `$timeout`
@@ -59,7 +59,7 @@ macro_rules! timed_attempt {
     };
 }
 
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use timed_attempt;
 
 /// The same builder with one of its parts replaced (and its type changed accordingly).
@@ -368,7 +368,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
 
     /// The same builder for another policy: how a tower layer, which owns its policy, makes
     /// the `Retry` of each call.
-    #[cfg(feature = "tower")]
+    #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
     pub(crate) fn with_policy<'q>(self, policy: &'q RetryPolicy) -> Retry<'q, C, H, S, T> {
         Retry {
             policy,

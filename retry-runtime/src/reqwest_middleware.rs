@@ -1,0 +1,258 @@
+//! Retry inside a reqwest client (feature `reqwest-middleware`): [`RetryMiddleware`] for
+//! [`reqwest_middleware::ClientWithMiddleware`], over the crate's one engine.
+//!
+//! What it retries, and when:
+//!
+//! - a response whose status the [`http`](crate::http) table calls retryable (408, 429, 503
+//!   transient; 500, 502, 504 idempotent-only), waiting at least its `Retry-After`; any other
+//!   response is returned as it is;
+//! - a transport error, by [`Classify for reqwest::Error`](crate::reqwest) (connect failures
+//!   transient, timeouts idempotent-only); errors of other middleware are permanent;
+//! - idempotent-only outcomes only for idempotent methods (RFC 9110: GET, HEAD, OPTIONS, TRACE,
+//!   PUT, DELETE) or requests carrying an `Idempotency-Key` header (or when the policy itself is
+//!   declared idempotent);
+//! - a request whose body `try_clone()` refuses (a stream) is sent once.
+//!
+//! When the loop stops on a response, that last response is returned (`Ok`), as without the
+//! middleware; when it stops on an error, that error.
+
+use crate::breaker::CircuitBreaker;
+use crate::budget::RetryBudget;
+use crate::class::{Classify, ErrorClass};
+use crate::clock;
+use crate::error::{CircuitOpen, TimedOut};
+use crate::policy::RetryPolicy;
+use crate::run::Retry;
+use crate::run::hook::{Hook, NoHook};
+use crate::run::protection::{Equip, IntoShared, Shared, Unprotected};
+use crate::run::retry::{begin, timed_attempt};
+use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use ::http::{Extensions, Method};
+use ::reqwest::{Request, Response};
+use ::reqwest_middleware::{Middleware, Next};
+use std::fmt;
+use std::time::Duration;
+
+/// What a [`RetryMiddleware`]'s builder starts from: a policy it does not own yet.
+static NO_POLICY: RetryPolicy = RetryPolicy::new();
+
+/// A failed attempt as the loop sees it: a response with a retryable status, or an error.
+#[derive(Debug)]
+pub enum Attempted {
+    /// The server answered with a retryable status (boxed: a response is large, and the loop
+    /// keeps its outcome on the stack).
+    Status(Box<Response>),
+    /// The request did not get an answer.
+    Error(::reqwest_middleware::Error),
+}
+
+impl Classify for Attempted {
+    fn class(&self) -> ErrorClass {
+        match self {
+            Attempted::Status(response) => crate::http::status_class(response.status()),
+            Attempted::Error(::reqwest_middleware::Error::Reqwest(e)) => e.class(),
+            Attempted::Error(::reqwest_middleware::Error::Middleware(_)) => ErrorClass::Permanent,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Attempted::Status(response) => crate::http::retry_after(response.headers()),
+            Attempted::Error(::reqwest_middleware::Error::Reqwest(e)) => Classify::retry_after(e),
+            Attempted::Error(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Attempted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Attempted::Status(response) => write!(f, "HTTP status {}", response.status()),
+            Attempted::Error(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<CircuitOpen> for Attempted {
+    fn from(open: CircuitOpen) -> Self {
+        Attempted::Error(::reqwest_middleware::Error::middleware(open))
+    }
+}
+
+impl From<TimedOut> for Attempted {
+    fn from(timed_out: TimedOut) -> Self {
+        Attempted::Error(::reqwest_middleware::Error::middleware(timed_out))
+    }
+}
+
+/// A reqwest middleware that retries requests by a policy, the HTTP status table and the
+/// request's idempotence, with the same engine, breaker, budget, attempt timeout and hooks as
+/// `#[retryable]`.
+///
+/// ```
+/// use retry_kit::reqwest_middleware::RetryMiddleware;
+/// use retry_kit::{CircuitBreaker, RetryPolicy};
+/// use std::time::Duration;
+///
+/// static API: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
+///
+/// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+///     .with(RetryMiddleware::new(RetryPolicy::exponential(Duration::from_millis(100)).attempts(4)).circuit(&API))
+///     .build();
+/// # drop(client);
+/// ```
+#[derive(Clone, Debug)]
+pub struct RetryMiddleware<H = NoHook, S = Unprotected, T = NoTimeout> {
+    policy: RetryPolicy,
+    retry: Retry<'static, crate::run::ByTrait, H, S, T>,
+}
+
+impl RetryMiddleware {
+    /// Retry by `policy`.
+    pub const fn new(policy: RetryPolicy) -> Self {
+        RetryMiddleware {
+            policy,
+            retry: Retry::new(&NO_POLICY),
+        }
+    }
+}
+
+impl<H, S, T> RetryMiddleware<H, S, T> {
+    /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
+    pub fn on_failure<H2>(self, hook: H2) -> RetryMiddleware<H2, S, T> {
+        RetryMiddleware {
+            policy: self.policy,
+            retry: self.retry.on_failure(hook),
+        }
+    }
+
+    /// Consult `breaker` before every attempt; a refused first attempt is an error.
+    pub fn circuit(
+        self,
+        breaker: &'static CircuitBreaker,
+    ) -> RetryMiddleware<H, Shared<'static, &'static CircuitBreaker>, T>
+    where
+        S: IntoShared<'static>,
+    {
+        RetryMiddleware {
+            policy: self.policy,
+            retry: self.retry.circuit(breaker),
+        }
+    }
+
+    /// Charge failures to `budget` and ask it before every retry.
+    pub fn budget(
+        self,
+        budget: &'static RetryBudget,
+    ) -> RetryMiddleware<H, Shared<'static, S::Circuit>, T>
+    where
+        S: IntoShared<'static>,
+    {
+        RetryMiddleware {
+            policy: self.policy,
+            retry: self.retry.budget(budget),
+        }
+    }
+
+    /// Cancel each attempt after `limit` (idempotent-only, like a timeout of the client).
+    pub fn attempt_timeout(self, limit: Duration) -> RetryMiddleware<H, S, AttemptTimeout> {
+        RetryMiddleware {
+            policy: self.policy,
+            retry: self.retry.attempt_timeout(limit),
+        }
+    }
+
+    /// The name `tracing` events and measurements give (default `"closure"`).
+    pub fn named(self, name: &'static str) -> Self {
+        RetryMiddleware {
+            policy: self.policy,
+            retry: self.retry.named(name),
+        }
+    }
+}
+
+/// Whether a request may be repeated when its outcome is unknown: an idempotent method, or an
+/// `Idempotency-Key` header.
+pub fn is_idempotent(request: &Request) -> bool {
+    matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    ) || request.headers().contains_key("idempotency-key")
+}
+
+#[async_trait::async_trait]
+impl<H, S, T> Middleware for RetryMiddleware<H, S, T>
+where
+    H: Hook<Attempted> + Clone + Send + Sync + 'static,
+    crate::observe::Observed<H>: Hook<Attempted> + Send,
+    S: for<'p> Equip<'p, Attempted> + Clone + Send + Sync + 'static,
+    for<'p> <S as Equip<'p, Attempted>>::State: Send,
+    T: TimeoutSlot<Attempted> + Clone + Send + Sync + 'static,
+{
+    async fn handle(
+        &self,
+        req: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> ::reqwest_middleware::Result<Response> {
+        if req.try_clone().is_none() {
+            // A body that cannot be replayed is sent once.
+            return next.run(req, extensions).await;
+        }
+        let policy = if is_idempotent(&req) {
+            self.policy.idempotent(true)
+        } else {
+            self.policy
+        };
+        let retry = self.retry.clone().with_policy(&policy);
+        let timeout = retry.timeout.slot();
+        let sleep = clock::tokio_sleep;
+        // An async block, so that a breaker's refusal of the first attempt (`begin!` returns
+        // it) ends the loop, not `handle`.
+        let outcome: Result<Response, Attempted> = async {
+            begin!(retry, Result<Response, Attempted> => call, classifier, hook);
+            crate::retry_async!(call.after(&classifier, &mut hook) <-
+                timed_attempt!(call, timeout, sleep, attempt(&req, &mut *extensions, next.clone())),
+                sleep: sleep)
+        }
+        .await;
+        match outcome {
+            Ok(response) => Ok(response),
+            Err(Attempted::Status(response)) => Ok(*response),
+            Err(Attempted::Error(e)) => Err(e),
+        }
+    }
+}
+
+/// One attempt with a copy of the request: a retryable status is a failed attempt.
+async fn attempt(
+    req: &Request,
+    extensions: &mut Extensions,
+    next: Next<'_>,
+) -> Result<Response, Attempted> {
+    let Some(copy) = req.try_clone() else {
+        // Cloned once already, so this cannot happen; say so rather than panic.
+        return Err(Attempted::Error(::reqwest_middleware::Error::middleware(
+            NotReplayable,
+        )));
+    };
+    match next.run(copy, extensions).await {
+        Ok(response) if crate::http::status_class(response.status()).is_failure() => {
+            Err(Attempted::Status(Box::new(response)))
+        }
+        Ok(response) => Ok(response),
+        Err(e) => Err(Attempted::Error(e)),
+    }
+}
+
+/// A request whose body could not be copied for another attempt.
+#[derive(Debug)]
+struct NotReplayable;
+
+impl fmt::Display for NotReplayable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the request body cannot be copied for another attempt")
+    }
+}
+
+impl std::error::Error for NotReplayable {}
