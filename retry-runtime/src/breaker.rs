@@ -20,13 +20,19 @@
 //! follows tokio's paused clock, and inside
 //! [`testing::record_sleeps`](crate::testing::record_sleeps) it follows the virtual clock.
 
-use crate::class::ErrorClass;
 use crate::clock;
 use crate::error::CircuitOpen;
 use std::fmt;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+mod permit;
+mod word;
+
+pub use permit::CircuitPermit;
+use permit::Outcome;
+use word::{Bucket, Word};
 
 /// The state of a [`CircuitBreaker`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -636,175 +642,6 @@ impl fmt::Debug for CircuitBreaker {
             .field("half_open_max", &self.half_open_max)
             .field("failure_ratio", &self.ratio.map(|r| r.ppm as f64 / 1e6))
             .finish_non_exhaustive()
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Outcome {
-    Success,
-    Failure,
-    Neither,
-}
-
-/// Permission for one call through a [`CircuitBreaker`], from
-/// [`try_acquire`](CircuitBreaker::try_acquire). Consume it with the call's outcome.
-///
-/// Dropping it unconsumed releases it as neither success nor failure (a cancelled call
-/// tells nothing about the dependency), or as a failure if the thread is panicking.
-#[must_use = "a permit records nothing unless given the call's outcome"]
-pub struct CircuitPermit<'b> {
-    breaker: Option<&'b CircuitBreaker>,
-    generation: u32,
-    probe: bool,
-}
-
-impl<'b> CircuitPermit<'b> {
-    #[inline]
-    fn new(breaker: &'b CircuitBreaker, generation: u32, probe: bool) -> Self {
-        CircuitPermit {
-            breaker: Some(breaker),
-            generation,
-            probe,
-        }
-    }
-
-    /// Whether this call is a half-open probe.
-    pub fn is_probe(&self) -> bool {
-        self.probe
-    }
-
-    /// The call succeeded (or got an answer: a permanent error).
-    #[inline]
-    pub fn succeeded(mut self) {
-        self.finish(Outcome::Success);
-    }
-
-    /// The call failed in a way worth retrying: the dependency may be unhealthy.
-    pub fn failed(mut self) {
-        self.finish(Outcome::Failure);
-    }
-
-    /// Record a failed call by its class: a transient or idempotent-only error is a failure;
-    /// a permanent one or an "already done" is an answer from a healthy dependency, so it
-    /// counts as a success.
-    pub fn record(self, class: ErrorClass) {
-        if class.is_failure() {
-            self.failed()
-        } else {
-            self.succeeded()
-        }
-    }
-
-    #[inline]
-    fn finish(&mut self, outcome: Outcome) {
-        let Some(breaker) = self.breaker.take() else {
-            return;
-        };
-        match (self.probe, outcome) {
-            (false, Outcome::Success) => breaker.closed_success(),
-            (false, Outcome::Failure) => breaker.closed_failure(self.generation),
-            (false, Outcome::Neither) => {}
-            (true, outcome) => breaker.probe_done(self.generation, outcome),
-        }
-    }
-}
-
-impl Drop for CircuitPermit<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.breaker.is_some() {
-            let outcome = if std::thread::panicking() {
-                Outcome::Failure
-            } else {
-                Outcome::Neither
-            };
-            self.finish(outcome);
-        }
-    }
-}
-
-impl fmt::Debug for CircuitPermit<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CircuitPermit")
-            .field("probe", &self.probe)
-            .field("pending", &self.breaker.is_some())
-            .finish()
-    }
-}
-
-/// The breaker's state word: phase (2 bits), generation (30 bits, wrapping), probes in flight
-/// (16 bits) and probe successes (16 bits). The generation changes on every phase change, so an
-/// outcome reported after its phase ended is recognised and ignored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Word {
-    phase: CircuitState,
-    generation: u32,
-    in_flight: u16,
-    successes: u16,
-}
-
-impl Word {
-    const GENERATION_MASK: u32 = (1 << 30) - 1;
-    const CLOSED: Word = Word {
-        phase: CircuitState::Closed,
-        generation: 0,
-        in_flight: 0,
-        successes: 0,
-    };
-
-    const fn pack(self) -> u64 {
-        let phase = match self.phase {
-            CircuitState::Closed => 0u64,
-            CircuitState::Open => 1,
-            CircuitState::HalfOpen => 2,
-        };
-        (phase << 62)
-            | ((self.generation & Self::GENERATION_MASK) as u64) << 32
-            | (self.in_flight as u64) << 16
-            | self.successes as u64
-    }
-
-    #[inline]
-    fn unpack(word: u64) -> Word {
-        Word {
-            phase: match word >> 62 {
-                0 => CircuitState::Closed,
-                1 => CircuitState::Open,
-                _ => CircuitState::HalfOpen,
-            },
-            generation: (word >> 32) as u32 & Self::GENERATION_MASK,
-            in_flight: (word >> 16) as u16,
-            successes: word as u16,
-        }
-    }
-
-    fn next_generation(self) -> u32 {
-        self.generation.wrapping_add(1) & Self::GENERATION_MASK
-    }
-}
-
-/// One bucket of the failure-ratio window: which bucket of time it counts (24 bits of its
-/// index, enough to tell it from the last ten), calls and failures (20 bits each).
-struct Bucket {
-    tag: u64,
-    calls: u64,
-    failures: u64,
-}
-
-impl Bucket {
-    const TAG_MASK: u64 = (1 << 24) - 1;
-    const COUNT_MAX: u64 = (1 << 20) - 1;
-
-    fn pack(&self) -> u64 {
-        (self.tag << 40) | (self.calls << 20) | self.failures
-    }
-
-    fn unpack(word: u64) -> Bucket {
-        Bucket {
-            tag: word >> 40,
-            calls: (word >> 20) & Self::COUNT_MAX,
-            failures: word & Self::COUNT_MAX,
-        }
     }
 }
 

@@ -1,0 +1,98 @@
+//! [`CircuitPermit`]: permission for one call through a breaker, consumed with its outcome.
+
+use super::CircuitBreaker;
+use crate::class::ErrorClass;
+use std::fmt;
+
+#[derive(Clone, Copy)]
+pub(super) enum Outcome {
+    Success,
+    Failure,
+    Neither,
+}
+
+/// Permission for one call through a [`CircuitBreaker`], from
+/// [`try_acquire`](CircuitBreaker::try_acquire). Consume it with the call's outcome.
+///
+/// Dropping it unconsumed releases it as neither success nor failure (a cancelled call
+/// tells nothing about the dependency), or as a failure if the thread is panicking.
+#[must_use = "a permit records nothing unless given the call's outcome"]
+pub struct CircuitPermit<'b> {
+    breaker: Option<&'b CircuitBreaker>,
+    generation: u32,
+    probe: bool,
+}
+
+impl<'b> CircuitPermit<'b> {
+    #[inline]
+    pub(super) fn new(breaker: &'b CircuitBreaker, generation: u32, probe: bool) -> Self {
+        CircuitPermit {
+            breaker: Some(breaker),
+            generation,
+            probe,
+        }
+    }
+
+    /// Whether this call is a half-open probe.
+    pub fn is_probe(&self) -> bool {
+        self.probe
+    }
+
+    /// The call succeeded (or got an answer: a permanent error).
+    #[inline]
+    pub fn succeeded(mut self) {
+        self.finish(Outcome::Success);
+    }
+
+    /// The call failed in a way worth retrying: the dependency may be unhealthy.
+    pub fn failed(mut self) {
+        self.finish(Outcome::Failure);
+    }
+
+    /// Record a failed call by its class: a transient or idempotent-only error is a failure;
+    /// a permanent one or an "already done" is an answer from a healthy dependency, so it
+    /// counts as a success.
+    pub fn record(self, class: ErrorClass) {
+        if class.is_failure() {
+            self.failed()
+        } else {
+            self.succeeded()
+        }
+    }
+
+    #[inline]
+    fn finish(&mut self, outcome: Outcome) {
+        let Some(breaker) = self.breaker.take() else {
+            return;
+        };
+        match (self.probe, outcome) {
+            (false, Outcome::Success) => breaker.closed_success(),
+            (false, Outcome::Failure) => breaker.closed_failure(self.generation),
+            (false, Outcome::Neither) => {}
+            (true, outcome) => breaker.probe_done(self.generation, outcome),
+        }
+    }
+}
+
+impl Drop for CircuitPermit<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.breaker.is_some() {
+            let outcome = if std::thread::panicking() {
+                Outcome::Failure
+            } else {
+                Outcome::Neither
+            };
+            self.finish(outcome);
+        }
+    }
+}
+
+impl fmt::Debug for CircuitPermit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitPermit")
+            .field("probe", &self.probe)
+            .field("pending", &self.breaker.is_some())
+            .finish()
+    }
+}
