@@ -29,7 +29,7 @@ pub use retry_runtime::tonic;
 pub use retry_runtime::tower;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
-    Next, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
+    Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
 };
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{PerKey, per_key};
@@ -48,8 +48,9 @@ pub mod __private {
     };
     pub use retry_runtime::per_key::{key_hash, keyed};
     pub use retry_runtime::run::{
-        AsPolicy, ByTrait, Call, Described, NoHook, WithRetryAfter, breaker_of, budget_of,
-        circuit_open, class_of, policy_of, resolve_already_done, timed, timed_out,
+        AsPolicy, ByTrait, Call, Described, IfRejected, NoHook, WithRetryAfter, accept_rejected,
+        breaker_of, budget_of, circuit_open, class_of, policy_of, reject_if, resolve_already_done,
+        timed, timed_out,
     };
     pub use retry_runtime::{retry_async, retry_sync};
 }

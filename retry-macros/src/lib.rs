@@ -35,6 +35,7 @@ mod retryable;
 /// | `nested` | `"retry"`, `"once"` | `"retry"` | `"once"`: inside another retryable's attempt, make a single attempt |
 /// | `on_failure` | path to `fn(&Failure<'_, E>)` | none | called once per failed attempt |
 /// | `sleep` | path to an async `fn(Duration)` | tokio's sleep | async only: for other runtimes |
+/// | `retry_if` | path to `fn(&T) -> bool` | none | also retry an `Ok` value it flags (polling until ready); the value counts as a transient failure (`Rejected::Value` in records); when attempts run out the last value is returned |
 /// | `already_done` | path to `fn(E) -> Result<T, E>` | none | what an `AlreadyDone` error becomes (a receipt rebuilt from the duplicate); without it the error is returned |
 /// | `key` | expression (may use the arguments) | none | with `circuit`/`budget` naming a `static PerKey<..>`: which breaker or budget this call uses (a host, a partition, a tenant) |
 /// | `crate` | path | `::retry_kit` | where the generated code finds the runtime |

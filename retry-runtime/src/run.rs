@@ -11,6 +11,7 @@
 //! | `timeout` | per-attempt timeouts |
 //! | `retry_loop` | the sync and the async loop, written once, which every front end expands |
 //! | `retry` | [`Retry`], the builder, and [`RetryPolicy::call`](crate::RetryPolicy::call) |
+//! | `retry_if` | [`Rejected`]: `Ok` values retried by a predicate |
 //!
 //! `#[retryable]` generates what a [`Retry`] call does by hand: it builds a [`Call`] from a
 //! `const` policy, equips it with the function's protection, and expands the same loop around
@@ -22,6 +23,7 @@ pub mod hook;
 pub mod outcome;
 pub mod protection;
 pub mod retry;
+pub mod retry_if;
 mod retry_loop;
 pub mod stop;
 pub mod timeout;
@@ -35,6 +37,7 @@ pub use protection::{
     Protected, Protection, Shared, Unprotected, breaker_of, budget_of, circuit_open,
 };
 pub use retry::{AsPolicy, BreakerWith, Retry, policy_of};
+pub use retry_if::{IfRejected, Rejected, accept_rejected, reject_if};
 pub use stop::{Failure, Next, StopReason};
 pub use timeout::{
     AttemptTimeout, HoldsTimedOut, NoTimeout, Timed, TimeoutSlot, Untimed, timed, timed_out,

@@ -94,7 +94,14 @@ fn expand(
         Some(path) => quote!(#path),
         None => quote!(#krate::__private::NoHook),
     };
-    let hook_expr = described(hook_expr, &ret, had_impl_trait, &krate);
+    // With `retry_if` the records carry `Rejected` values, whose `Display` the probe cannot
+    // name: events go without the error text.
+    let hook_expr = described(
+        hook_expr,
+        &ret,
+        had_impl_trait || args.get("retry_if").is_some(),
+        &krate,
+    );
     let name = syn::LitStr::new(&sig.ident.unraw().to_string(), sig.ident.span());
     // The clock is read at the start for `Failure::elapsed` when there is a hook, and for
     // `tracing` events when a subscriber listens.
@@ -124,6 +131,18 @@ fn expand(
         None => quote!(#krate::__private::tokio_sleep),
     };
 
+    // With `retry_if`, each attempt's outcome passes the predicate before the engine sees it.
+    let flagged = |attempt: TokenStream| -> TokenStream {
+        match args.path("retry_if") {
+            Some(flag) => quote!(#krate::__private::reject_if(#attempt, #flag)),
+            None => attempt,
+        }
+    };
+    let classify = match args.path("retry_if") {
+        Some(_) => quote!(#krate::__private::IfRejected(#classify)),
+        None => classify,
+    };
+
     // The engine and the crate's one loop (the same `Retry` expands) around the user's block:
     // an expression whose value is the call's outcome. A breaker that refuses the first attempt
     // `return`s, which leaves whatever encloses the block: the function, or the `async move`
@@ -148,17 +167,27 @@ fn expand(
                 }
                 None => quote!(#call.attempt_async::<#ret, _>(#async_block #block).await),
             };
+            let attempt = flagged(attempt);
             quote!(#krate::__private::retry_async!(
                 #call.#after(&#classifier, &mut #hook) <- #attempt, sleep: #sleep
             ))
         } else {
+            let attempt = flagged(quote!(#call.attempt_sync::<#ret, _>(#closure #block)));
             quote!(#krate::__private::retry_sync!(
-                #call.#after(&#classifier, &mut #hook) <- #call.attempt_sync::<#ret, _>(#closure #block)
+                #call.#after(&#classifier, &mut #hook) <- #attempt
             ))
+        };
+        // With `retry_if`, the loop runs on `Rejected` outcomes: back to the function's.
+        let (run, classified) = match args.path("retry_if") {
+            Some(_) => (
+                quote!(#krate::__private::accept_rejected(#run)),
+                quote!(&#classifier.0),
+            ),
+            None => (run, quote!(&#classifier)),
         };
         let run = match args.path("already_done") {
             Some(resolve) => {
-                quote!(#krate::__private::resolve_already_done(#run, &#classifier, #resolve))
+                quote!(#krate::__private::resolve_already_done(#run, #classified, #resolve))
             }
             None => run,
         };

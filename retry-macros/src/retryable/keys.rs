@@ -294,6 +294,19 @@ pub(crate) const KEYS: &[Key] = &[
         ],
     },
     Key {
+        name: "retry_if",
+        takes: Takes::Path("a function `fn(&T) -> bool`"),
+        example: "retry_if = not_ready",
+        on_policy: false,
+        excludes: &[],
+        instead: "",
+        doc: [
+            "path to `fn(&T) -> bool`",
+            "none",
+            "also retry an `Ok` value it flags (polling until ready); the value counts as a transient failure (`Rejected::Value` in records); when attempts run out the last value is returned",
+        ],
+    },
+    Key {
         name: "already_done",
         takes: Takes::Path("a function `fn(E) -> Result<T, E>`"),
         example: "already_done = receipt_of",
