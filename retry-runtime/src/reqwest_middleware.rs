@@ -21,16 +21,18 @@ use crate::budget::RetryBudget;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
+use crate::per_key::{AsPerKey, PerKey, Template, key_hash};
 use crate::policy::RetryPolicy;
 use crate::run::Retry;
 use crate::run::hook::{Hook, NoHook};
-use crate::run::protection::{Equip, IntoShared, Shared, Unprotected};
+use crate::run::protection::{Shared, Unprotected};
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use ::http::{Extensions, Method};
 use ::reqwest::{Request, Response};
 use ::reqwest_middleware::{Middleware, Next};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What a [`RetryMiddleware`]'s builder starts from: a policy it does not own yet.
@@ -89,22 +91,107 @@ impl From<TimedOut> for Attempted {
 /// request's idempotence, with the same engine, breaker, budget, attempt timeout and hooks as
 /// `#[retryable]`.
 ///
+/// `.circuit(..)` and `.budget(..)` take a `&'static` breaker or budget shared by every request,
+/// or a `&'static PerKey<..>`: then each request uses the one of its authority (host and port),
+/// so one failing host opens its own breaker, not everyone's.
+///
 /// ```
 /// use retry_kit::reqwest_middleware::RetryMiddleware;
-/// use retry_kit::{CircuitBreaker, RetryPolicy};
+/// use retry_kit::{CircuitBreaker, PerKey, RetryBudget, RetryPolicy};
 /// use std::time::Duration;
 ///
-/// static API: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
+/// static HOSTS: PerKey<CircuitBreaker> = PerKey::new(CircuitBreaker::new(5, Duration::from_secs(30)));
+/// static RETRIES: RetryBudget = RetryBudget::new(100, 0.1);
 ///
+/// let policy = RetryPolicy::exponential(Duration::from_millis(100)).attempts(4);
 /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-///     .with(RetryMiddleware::new(RetryPolicy::exponential(Duration::from_millis(100)).attempts(4)).circuit(&API))
+///     .with(RetryMiddleware::new(policy).circuit(&HOSTS).budget(&RETRIES))
 ///     .build();
 /// # drop(client);
 /// ```
 #[derive(Clone, Debug)]
-pub struct RetryMiddleware<H = NoHook, S = Unprotected, T = NoTimeout> {
+pub struct RetryMiddleware<H = NoHook, T = NoTimeout> {
     policy: RetryPolicy,
-    retry: Retry<'static, crate::run::ByTrait, H, S, T>,
+    retry: Retry<'static, crate::run::ByTrait, H, Unprotected, T>,
+    circuit: Option<Chosen<CircuitBreaker>>,
+    budget: Option<Chosen<RetryBudget>>,
+}
+
+/// A breaker or budget for every request, or one per authority from a [`PerKey`].
+pub struct Chosen<T: 'static>(Choice<T>);
+
+enum Choice<T: 'static> {
+    One(&'static T),
+    ByAuthority(&'static (dyn AsPerKey<T> + Sync)),
+}
+
+impl<T> Clone for Chosen<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Chosen<T> {}
+
+impl<T> Clone for Choice<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Choice<T> {}
+
+impl<T> fmt::Debug for Chosen<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Choice::One(_) => "Chosen::One",
+            Choice::ByAuthority(_) => "Chosen::ByAuthority",
+        })
+    }
+}
+
+/// What `.circuit(..)` and `.budget(..)` accept: a `&'static` value, or a `&'static PerKey`.
+pub trait ForEachRequest<T: 'static> {
+    /// How each request finds its value.
+    fn chosen(self) -> Chosen<T>;
+}
+
+impl<T: 'static> ForEachRequest<T> for &'static T {
+    fn chosen(self) -> Chosen<T> {
+        Chosen(Choice::One(self))
+    }
+}
+
+impl<T: Template + Send + Sync + 'static, const N: usize> ForEachRequest<T>
+    for &'static PerKey<T, N>
+{
+    fn chosen(self) -> Chosen<T> {
+        Chosen(Choice::ByAuthority(self))
+    }
+}
+
+/// The value a request uses, held for the call.
+enum Held<T: 'static> {
+    One(&'static T),
+    Keyed(Arc<T>),
+}
+
+impl<T> Held<T> {
+    fn get(&self) -> &T {
+        match self {
+            Held::One(value) => value,
+            Held::Keyed(value) => value,
+        }
+    }
+}
+
+impl<T> Chosen<T> {
+    fn for_authority(self, authority: u64) -> Held<T> {
+        match self.0 {
+            Choice::One(value) => Held::One(value),
+            Choice::ByAuthority(per_key) => Held::Keyed(per_key.value_for(authority)),
+        }
+    }
 }
 
 impl RetryMiddleware {
@@ -113,62 +200,64 @@ impl RetryMiddleware {
         RetryMiddleware {
             policy,
             retry: Retry::new(&NO_POLICY),
+            circuit: None,
+            budget: None,
         }
     }
 }
 
-impl<H, S, T> RetryMiddleware<H, S, T> {
+impl<H, T> RetryMiddleware<H, T> {
     /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
-    pub fn on_failure<H2>(self, hook: H2) -> RetryMiddleware<H2, S, T> {
+    pub fn on_failure<H2>(self, hook: H2) -> RetryMiddleware<H2, T> {
         RetryMiddleware {
             policy: self.policy,
             retry: self.retry.on_failure(hook),
+            circuit: self.circuit,
+            budget: self.budget,
         }
     }
 
-    /// Consult `breaker` before every attempt; a refused first attempt is an error.
-    pub fn circuit(
-        self,
-        breaker: &'static CircuitBreaker,
-    ) -> RetryMiddleware<H, Shared<'static, &'static CircuitBreaker>, T>
-    where
-        S: IntoShared<'static>,
-    {
-        RetryMiddleware {
-            policy: self.policy,
-            retry: self.retry.circuit(breaker),
-        }
+    /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
+    /// keyed by each request's authority) before every attempt; a refused first attempt is an
+    /// error.
+    pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
+        self.circuit = Some(breaker.chosen());
+        self
     }
 
-    /// Charge failures to `budget` and ask it before every retry.
-    pub fn budget(
-        self,
-        budget: &'static RetryBudget,
-    ) -> RetryMiddleware<H, Shared<'static, S::Circuit>, T>
-    where
-        S: IntoShared<'static>,
-    {
-        RetryMiddleware {
-            policy: self.policy,
-            retry: self.retry.budget(budget),
-        }
+    /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
+    /// keyed by each request's authority) and ask it before every retry.
+    pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
+        self.budget = Some(budget.chosen());
+        self
     }
 
     /// Cancel each attempt after `limit` (idempotent-only, like a timeout of the client).
-    pub fn attempt_timeout(self, limit: Duration) -> RetryMiddleware<H, S, AttemptTimeout> {
+    pub fn attempt_timeout(self, limit: Duration) -> RetryMiddleware<H, AttemptTimeout> {
         RetryMiddleware {
             policy: self.policy,
             retry: self.retry.attempt_timeout(limit),
+            circuit: self.circuit,
+            budget: self.budget,
         }
     }
 
     /// The name `tracing` events and measurements give (default `"closure"`).
-    pub fn named(self, name: &'static str) -> Self {
-        RetryMiddleware {
-            policy: self.policy,
-            retry: self.retry.named(name),
-        }
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.retry = self.retry.named(name);
+        self
     }
+}
+
+/// A request's authority (host and port), hashed as `PerKey` keys are.
+fn authority_of(request: &Request) -> u64 {
+    let url = request.url();
+    let authority = format!(
+        "{}:{}",
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or_default()
+    );
+    key_hash(&authority)
 }
 
 /// Whether a request may be repeated when its outcome is unknown: an idempotent method, or an
@@ -181,12 +270,10 @@ pub fn is_idempotent(request: &Request) -> bool {
 }
 
 #[async_trait::async_trait]
-impl<H, S, T> Middleware for RetryMiddleware<H, S, T>
+impl<H, T> Middleware for RetryMiddleware<H, T>
 where
     H: Hook<Attempted> + Clone + Send + Sync + 'static,
     crate::observe::Observed<H>: Hook<Attempted> + Send,
-    S: for<'p> Equip<'p, Attempted> + Clone + Send + Sync + 'static,
-    for<'p> <S as Equip<'p, Attempted>>::State: Send,
     T: TimeoutSlot<Attempted> + Clone + Send + Sync + 'static,
 {
     async fn handle(
@@ -204,7 +291,20 @@ where
         } else {
             self.policy
         };
-        let retry = self.retry.clone().with_policy(&policy);
+        // The breaker and budget of this request (its authority's, with a `PerKey`), held for
+        // the call.
+        let authority = authority_of(&req);
+        let circuit = self.circuit.map(|c| c.for_authority(authority));
+        let budget = self.budget.map(|b| b.for_authority(authority));
+        let protection = Shared::chosen(
+            circuit.as_ref().map(Held::get),
+            budget.as_ref().map(Held::get),
+        );
+        let retry = self
+            .retry
+            .clone()
+            .with_policy(&policy)
+            .with_protection(protection);
         let timeout = retry.timeout.slot();
         let sleep = clock::tokio_sleep;
         // An async block, so that a breaker's refusal of the first attempt (`begin!` returns

@@ -366,6 +366,29 @@ impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for &'p CircuitBreaker {
     }
 }
 
+/// A breaker chosen per call, or none (what the HTTP middleware resolves for each request).
+impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<&'p CircuitBreaker> {
+    #[inline]
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        self.map(|breaker| (breaker, E::from as Conversion<CircuitOpen, E>))
+    }
+}
+
+#[cfg(feature = "reqwest-middleware")]
+impl<'p> Shared<'p, Option<&'p CircuitBreaker>> {
+    /// Protection chosen per call: a breaker or none, a budget or none.
+    pub(crate) fn chosen(
+        circuit: Option<&'p CircuitBreaker>,
+        budget: Option<&'p RetryBudget>,
+    ) -> Self {
+        Shared {
+            circuit,
+            budget,
+            adaptive: None,
+        }
+    }
+}
+
 /// A breaker with its own conversion of a refusal (what [`Retry::circuit_with`](super::Retry::circuit_with) sets).
 impl<'p, E> CircuitSlot<'p, E> for (&'p CircuitBreaker, Conversion<CircuitOpen, E>) {
     #[inline]

@@ -381,6 +381,13 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         }
     }
 
+    /// The same builder with other protection: how the HTTP middleware equips each request with
+    /// the breaker and budget of its authority.
+    #[cfg(feature = "reqwest-middleware")]
+    pub(crate) fn with_protection<S2>(self, protection: S2) -> Retry<'p, C, H, S2, T> {
+        rebuild!(self, protection: protection)
+    }
+
     /// The name for `tracing` events (without the feature, none is kept).
     #[inline(always)]
     pub(crate) fn name(&self) -> &'static str {

@@ -180,3 +180,33 @@ async fn an_open_breaker_answers_without_reaching_the_server() {
     assert!(second.unwrap_err().to_string().contains("circuit open"));
     assert_eq!(seen.lock().unwrap().len(), 2);
 }
+
+static PER_HOST: retry_kit::PerKey<CircuitBreaker> =
+    retry_kit::PerKey::new(CircuitBreaker::new(2, Duration::from_secs(60)));
+
+#[tokio::test]
+async fn with_a_per_key_breaker_a_failing_host_opens_only_its_own() {
+    let (down, down_seen) = serve(|_| (StatusCode::SERVICE_UNAVAILABLE, None)).await;
+    let (up, up_seen) = serve(|_| (StatusCode::OK, None)).await;
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(policy()).circuit(&PER_HOST))
+        .build();
+    let (first, _) =
+        testing::record_sleeps_async(client.get(format!("http://{down}/")).send()).await;
+    assert_eq!(first.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        down_seen.lock().unwrap().len(),
+        2,
+        "its breaker opened after two failures"
+    );
+    // The healthy host has its own breaker, still closed.
+    let (other, _) = testing::record_sleeps_async(client.get(format!("http://{up}/")).send()).await;
+    assert_eq!(other.unwrap().status(), StatusCode::OK);
+    assert_eq!(up_seen.lock().unwrap().len(), 1);
+    // The failing host is refused without a request.
+    let (again, _) =
+        testing::record_sleeps_async(client.get(format!("http://{down}/")).send()).await;
+    assert!(again.unwrap_err().to_string().contains("circuit open"));
+    assert_eq!(down_seen.lock().unwrap().len(), 2);
+    assert_eq!(PER_HOST.len(), 2);
+}
