@@ -44,7 +44,7 @@ pub mod __private {
     pub use retry_runtime::clock::tokio_sleep;
     pub use retry_runtime::fresh::fresh;
     pub use retry_runtime::observe::{
-        DisplayProbe, ViaDisplay, ViaNothing, no_display, observed, wants_clock,
+        DisplayProbe, ViaDisplay, ViaNothing, no_display, observed, refused, wants_clock,
     };
     pub use retry_runtime::per_key::{key_hash, keyed};
     pub use retry_runtime::run::{

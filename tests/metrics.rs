@@ -131,3 +131,47 @@ fn a_breaker_change_sets_its_state_gauge() {
         )]
     );
 }
+
+static SHUT: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(60));
+
+#[derive(Debug, Classify)]
+enum Guarded {
+    #[classify(transient)]
+    Busy,
+    #[classify(transient)]
+    Open,
+}
+
+impl From<retry_kit::CircuitOpen> for Guarded {
+    fn from(_: retry_kit::CircuitOpen) -> Self {
+        Guarded::Open
+    }
+}
+
+#[retryable(attempts = 2, base = "0ms", circuit = SHUT)]
+fn guarded() -> Result<(), Guarded> {
+    Err(Guarded::Busy)
+}
+
+#[test]
+fn a_call_the_open_breaker_refuses_counts_as_a_circuit_open_stop() {
+    SHUT.try_acquire().unwrap().failed(); // open
+    let seen = measure(|| assert!(matches!(guarded(), Err(Guarded::Open))));
+    let stops: Vec<_> = seen
+        .iter()
+        .filter(|(name, ..)| name == "retry_kit_stops_total")
+        .map(|(_, labels, value)| (labels.clone(), format!("{value:?}")))
+        .collect();
+    assert_eq!(
+        stops,
+        [(
+            labels(&["fn=metrics::guarded", "reason=circuit_open"]),
+            format!("{:?}", DebugValue::Counter(1))
+        )]
+    );
+    assert!(
+        seen.iter()
+            .all(|(name, ..)| name != "retry_kit_attempts_total"),
+        "no attempt was made"
+    );
+}

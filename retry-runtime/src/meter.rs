@@ -5,7 +5,7 @@
 //! | --- | --- | --- | --- |
 //! | `retry_kit_attempts_total` | counter | `fn`, `outcome` (`success`, `retry`, `stop`), `class` (`none` for a success) | every attempt, by what came of it |
 //! | `retry_kit_retry_delay_seconds` | histogram | `fn` | the wait before each retry |
-//! | `retry_kit_stops_total` | counter | `fn`, `reason` | every call that gave up, by [`StopReason`] |
+//! | `retry_kit_stops_total` | counter | `fn`, `reason` | every call that gave up, by [`StopReason`], including calls an open breaker refused before any attempt (`circuit_open`) |
 //! | `retry_kit_circuit_state` | gauge | `breaker` | 0 closed, 1 half-open, 2 open, set on every change of a named or unnamed (`"unnamed"`) breaker |
 //!
 //! `fn` is the function's path for `#[retryable]` (as in `tracing` events) and the name given
@@ -37,6 +37,12 @@ pub(crate) fn failed_attempt(function: &'static str, class: ErrorClass, next: Ne
 fn stopped(function: &'static str, reason: StopReason) {
     ::metrics::counter!("retry_kit_stops_total", "fn" => function, "reason" => reason.as_str())
         .increment(1);
+}
+
+/// A call the breaker refused before its first attempt.
+#[cold]
+pub(crate) fn refused(function: &'static str) {
+    stopped(function, StopReason::CircuitOpen);
 }
 
 /// A successful attempt.

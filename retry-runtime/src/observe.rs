@@ -175,6 +175,29 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
     }
 }
 
+/// Report a call the breaker refused before its first attempt (there is no `Failure` for the
+/// hook): a `WARN` event with the `tracing` feature, a `circuit_open` stop with `metrics`.
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+#[cold]
+pub fn refused<H>(observer: &mut Observer<H>) {
+    #[cfg(feature = "metrics")]
+    crate::meter::refused(observer.name);
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        target: "retry_kit",
+        { "fn" = observer.name, "reason" = "circuit_open" },
+        "call refused by an open circuit breaker; no attempt made"
+    );
+}
+
+/// Report a call the breaker refused before its first attempt: nothing without the `tracing`
+/// and `metrics` features.
+#[cfg(not(any(feature = "tracing", feature = "metrics")))]
+#[inline(always)]
+pub fn refused<H>(hook: &mut H) {
+    let _ = hook;
+}
+
 /// Whether a call should read the clock at its start so that events can report `elapsed_ms`:
 /// with the `tracing` feature, when a subscriber is interested in `WARN` events at all (one
 /// atomic load decides); without it, never.

@@ -109,7 +109,7 @@ fn expand(
         Some(_) => quote!(true),
         None => quote!(#krate::__private::wants_clock()),
     };
-    let protection = Protection::new(args, &krate, &call, &ret);
+    let protection = Protection::new(args, &krate, &call, &hook, &ret);
     let equip = &protection.equip;
     let protection_setup = &protection.setup;
     let admit = &protection.admit;
@@ -277,7 +277,7 @@ struct Protection {
 }
 
 impl Protection {
-    fn new(args: &Args, krate: &Path, call: &Ident, ret: &Type) -> Self {
+    fn new(args: &Args, krate: &Path, call: &Ident, hook: &Ident, ret: &Type) -> Self {
         let mut setup = TokenStream::new();
         let mut equip = TokenStream::new();
         let mut admit = TokenStream::new();
@@ -327,6 +327,7 @@ impl Protection {
             admit = quote! {
                 let #refused = #conversion;
                 if let ::core::result::Result::Err(#open) = #call.admit() {
+                    #krate::__private::refused(&mut #hook);
                     return ::core::result::Result::Err(#refused(#open));
                 }
             };

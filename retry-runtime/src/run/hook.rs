@@ -64,6 +64,7 @@ impl<E, H: Hook<E>> Hook<E> for Described<H, E> {
     fn on_success(&mut self, attempt: u32) {
         self.0.on_success(attempt)
     }
+
     #[inline]
     fn display_fn(&self) -> Option<FmtFn<E>> {
         self.1
@@ -98,6 +99,7 @@ impl<E: std::fmt::Display, H: Hook<E>> Hook<E> for Displayed<H> {
     fn on_success(&mut self, attempt: u32) {
         self.0.on_success(attempt)
     }
+
     #[inline]
     fn display_fn(&self) -> Option<FmtFn<E>> {
         Some(<E as std::fmt::Display>::fmt)

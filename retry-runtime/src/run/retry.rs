@@ -34,7 +34,10 @@ macro_rules! begin {
         );
         let mut $call = match $crate::run::Equip::equip(&$retry.protection, $call) {
             Ok(call) => call,
-            Err(refused) => return <$outcome as $crate::run::Outcome>::failure(refused),
+            Err(refused) => {
+                $crate::observe::refused(&mut $hook);
+                return <$outcome as $crate::run::Outcome>::failure(refused);
+            }
         };
         let $classifier = $retry.classifier;
     };
