@@ -137,3 +137,26 @@ fn for_the_breaker_and_the_budget_it_is_an_answer_not_a_failure() {
     // No token charged; the successes' refunds are capped at the top.
     assert_eq!(BUDGET.tokens(), 10.0);
 }
+
+#[tokio::test]
+async fn the_builder_resolves_already_done_sync_and_async() {
+    use retry_kit::{Retry, RetryPolicy};
+    let policy = RetryPolicy::fixed(Duration::ZERO).attempts(3);
+    let mut answers = vec![
+        Err(PayError::Duplicate { receipt: 5 }),
+        Err(PayError::Timeout),
+    ];
+    let out = Retry::new(&policy)
+        .already_done(receipt_of)
+        .call(|| answers.pop().unwrap());
+    assert_eq!(out, Ok(5));
+    let out = Retry::new(&policy)
+        .already_done(receipt_of)
+        .call_async(|| async { Err::<u64, _>(PayError::Declined) })
+        .await;
+    assert_eq!(
+        out,
+        Err(PayError::Declined),
+        "other errors are returned as they are"
+    );
+}

@@ -115,3 +115,41 @@ fn values_the_predicate_does_not_flag_return_at_once() {
         "two odd values: the last one is returned"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_builder_retries_flagged_values_sync_and_async() {
+    use retry_kit::{Retry, RetryPolicy};
+    let policy = RetryPolicy::fixed(Duration::from_secs(1)).attempts(4);
+    let seen = std::cell::Cell::new(0);
+    let out = Retry::new(&policy)
+        .retry_if(pending)
+        .call_async(|| {
+            seen.set(seen.get() + 1);
+            let status = if seen.get() < 3 {
+                Status::Pending
+            } else {
+                Status::Ready(9)
+            };
+            async move { Ok::<_, JobError>(status) }
+        })
+        .await;
+    assert_eq!(out, Ok(Status::Ready(9)));
+    assert_eq!(seen.get(), 3);
+    // Sync, with a hook that sees the rejected values.
+    let mut flagged = Vec::new();
+    let (out, slept) = testing::record_sleeps(|| {
+        Retry::new(&policy)
+            .on_failure(|f: &Failure<'_, Rejected<u32, JobError>>| flagged.push(f.attempt))
+            .retry_if(|n: &u32| *n < 2)
+            .call({
+                let mut n = 0;
+                move || {
+                    n += 1;
+                    Ok(n)
+                }
+            })
+    });
+    assert_eq!(out, Ok(2));
+    assert_eq!(slept.len(), 1);
+    assert_eq!(flagged, [1]);
+}

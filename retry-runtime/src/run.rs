@@ -29,15 +29,17 @@ pub mod stop;
 pub mod timeout;
 
 pub use call::{Call, InAttempt};
-pub use classifier::{ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done};
+pub use classifier::{
+    Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
+};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
 pub use protection::{
     AsBreaker, AsBudget, CircuitSlot, Equip, HoldsCircuitOpen, IntoShared, NoCircuit, PanicSink,
     Protected, Protection, Shared, Unprotected, breaker_of, budget_of, circuit_open,
 };
-pub use retry::{AsPolicy, BreakerWith, Retry, policy_of};
-pub use retry_if::{IfRejected, Rejected, accept_rejected, reject_if};
+pub use retry::{AlreadyDone, AsPolicy, BreakerWith, Retry, policy_of};
+pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use stop::{Failure, Next, StopReason};
 pub use timeout::{
     AttemptTimeout, HoldsTimedOut, NoTimeout, Timed, TimeoutSlot, Untimed, timed, timed_out,

@@ -63,6 +63,29 @@ where
     }
 }
 
+/// A classifier borrowed, so that its owner can still use it after the loop.
+#[derive(Debug)]
+pub struct Borrowed<'c, C>(pub &'c C);
+
+impl<C> Clone for Borrowed<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C> Copy for Borrowed<'_, C> {}
+
+impl<E: ?Sized, C: Classifier<E>> Classifier<E> for Borrowed<'_, C> {
+    #[inline]
+    fn class(&self, error: &E) -> ErrorClass {
+        self.0.class(error)
+    }
+    #[inline]
+    fn retry_after(&self, error: &E) -> Option<Duration> {
+        self.0.retry_after(error)
+    }
+}
+
 /// `<E as Classify>::class` as a function item, for pairing with a custom retry-after function.
 #[inline]
 pub fn class_of<E: Classify + ?Sized>(error: &E) -> ErrorClass {
