@@ -2,7 +2,7 @@
 //! function calling a flaky inventory service behind a named breaker, and the scrape printed.
 //!
 //! ```sh
-//! cargo run -p retry-kit-integration --example metrics
+//! cargo run -p retry-kit-integration --example prometheus
 //! ```
 
 use metrics_exporter_prometheus::PrometheusBuilder;
