@@ -70,6 +70,8 @@ pub struct RetryBudget {
     max: u64,
     ratio: u64,
     tokens: AtomicU64,
+    /// A name for labels and logs.
+    name: Option<&'static str>,
 }
 
 impl RetryBudget {
@@ -86,7 +88,26 @@ impl RetryBudget {
             max,
             ratio,
             tokens: AtomicU64::new(max),
+            name: None,
         }
+    }
+
+    /// Name the budget, for labels and logs.
+    ///
+    /// ```
+    /// use retry_kit::RetryBudget;
+    ///
+    /// static PAYMENTS: RetryBudget = RetryBudget::new(100, 0.1).name("payments");
+    /// assert_eq!(PAYMENTS.label(), Some("payments"));
+    /// ```
+    pub const fn name(mut self, name: &'static str) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// The name given by [`name`](Self::name), if any.
+    pub const fn label(&self) -> Option<&'static str> {
+        self.name
     }
 
     /// A full bucket with this one's settings (for [`PerKey`](crate::PerKey)).
@@ -95,6 +116,7 @@ impl RetryBudget {
             max: self.max,
             ratio: self.ratio,
             tokens: AtomicU64::new(self.max),
+            name: self.name,
         }
     }
 
@@ -162,6 +184,7 @@ impl RetryBudget {
 impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryBudget")
+            .field("name", &self.name)
             .field("tokens", &self.tokens())
             .field("max_tokens", &self.max_tokens())
             .field("token_ratio", &self.token_ratio())
