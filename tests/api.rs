@@ -1,7 +1,7 @@
 //! The public names the SPEC promises, reachable from the crate root with the promised traits
 //! and `const` constructors. A rename or a lost derive fails to compile here.
 
-use retry_kit::testing::{record_sleeps, seed_jitter};
+use retry_kit::testing::{record_sleeps, record_sleeps_async, seed_jitter};
 use retry_kit::{
     Attempt, CircuitBreaker, CircuitOpen, CircuitState, Classify, ErrorClass, Failure,
     IdempotencyKey, Jitter, Next, RetryBudget, RetryPolicy, StopReason, TimedOut, current_attempt,
@@ -18,7 +18,10 @@ fn error_like<T: Clone + Debug + Display + std::error::Error>() {}
 static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10))
     .success_threshold(2)
     .half_open_max(1);
-static BUDGET: RetryBudget = RetryBudget::new(10, 0.1);
+static BUDGET: RetryBudget = RetryBudget::new(10, 0.1).name("payments");
+static HOSTS: retry_kit::PerKey<CircuitBreaker> =
+    retry_kit::PerKey::new(CircuitBreaker::new(5, Duration::from_secs(10)).name("hosts"));
+static TENANTS: retry_kit::PerKey<RetryBudget> = retry_kit::PerKey::new(RetryBudget::new(10, 0.1));
 const POLICY: RetryPolicy = RetryPolicy::new().attempts(2).jitter(Jitter::Equal);
 
 #[derive(Debug, Classify)]
@@ -81,4 +84,17 @@ fn public_names_have_the_promised_traits_and_const_constructors() {
     seed_jitter(1);
     let ((), slept) = record_sleeps(|| ());
     assert!(slept.is_empty());
+    let _ = record_sleeps_async(async {});
+
+    // The classes and stop reasons the SPEC names, and the per-key protection.
+    let _ = [
+        ErrorClass::Transient,
+        ErrorClass::Permanent,
+        ErrorClass::IdempotentOnly,
+        ErrorClass::AlreadyDone,
+    ];
+    let _ = StopReason::AlreadyDone;
+    assert_eq!(HOSTS.get("a.example").label(), Some("hosts"));
+    assert_eq!(TENANTS.get(&7u32).tokens(), 10.0);
+    assert_eq!(BUDGET.label(), Some("payments"));
 }
