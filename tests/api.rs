@@ -84,7 +84,7 @@ fn public_names_have_the_promised_traits_and_const_constructors() {
     seed_jitter(1);
     let ((), slept) = record_sleeps(|| ());
     assert!(slept.is_empty());
-    let _ = record_sleeps_async(async {});
+    drop(record_sleeps_async(async {}));
 
     // The classes and stop reasons the SPEC names, and the per-key protection.
     let _ = [
