@@ -29,6 +29,7 @@
 //! | `tonic` | (feature `tonic`) `Classify for tonic::Status`, `grpc-retry-pushback-ms` |
 //! | `tower` | (feature `tower`) `RetryLayer`: retry inside a tower stack |
 //! | `reqwest_middleware` | (feature `reqwest-middleware`) `RetryMiddleware`: retry inside a reqwest client |
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 

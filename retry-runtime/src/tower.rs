@@ -1,7 +1,9 @@
 //! Retry inside a tower stack (feature `tower`): [`RetryLayer`] wraps any
 //! `Service<Req>` whose requests can be cloned, and retries its calls with the crate's engine,
 //! under the same policy, classification, protection and hooks as `#[retryable]` and
-//! [`crate::Retry`].
+//! [`crate::Retry`]. With the `http` feature, [`HttpRetryLayer`] does the same for HTTP client
+//! services with HTTP's rules: the status table, `Retry-After`, idempotence by method or
+//! `Idempotency-Key`, and request bodies replayed through [`ReplayBody`].
 //!
 //! ```
 //! use retry_kit::tower::RetryLayer;
@@ -41,6 +43,20 @@
 //! assert_eq!(service.call("hello".to_owned()).await.unwrap(), 5);
 //! # }
 //! ```
+
+#[cfg(feature = "http")]
+mod http_retry;
+#[cfg(feature = "http")]
+mod replay;
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use http_retry::{
+    BoxError, DEFAULT_BODY_LIMIT, HttpFailure, HttpRetryLayer, HttpRetryService, is_idempotent,
+};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use replay::ReplayBody;
 
 use crate::clock;
 use crate::policy::RetryPolicy;

@@ -1,0 +1,413 @@
+//! [`HttpRetryLayer`]: the tower layer for HTTP clients, with the semantics the SPEC gives
+//! (status table, `Retry-After`, idempotence by method or `Idempotency-Key`, replayed bodies).
+
+use super::replay::ReplayBody;
+use crate::class::{Classify, ErrorClass};
+use crate::clock;
+use crate::error::{CircuitOpen, TimedOut};
+use crate::policy::RetryPolicy;
+use crate::run::Retry;
+use crate::run::classifier::ByTrait;
+use crate::run::hook::{Hook, NoHook};
+use crate::run::protection::{Equip, IntoShared, Shared, Unprotected};
+use crate::run::retry::{begin, timed_attempt};
+use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use crate::{CircuitBreaker, RetryBudget, observe};
+use ::http::{Method, Request, Response, StatusCode};
+use bytes::Bytes;
+use http_body::Body;
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// The error type of an [`HttpRetryService`]: the inner service's error, boxed.
+pub type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// What a layer's builder starts from: a policy it does not own yet.
+static NO_POLICY: RetryPolicy = RetryPolicy::new();
+
+/// How many request-body bytes are kept for replay unless `.body_limit(..)` says otherwise.
+pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
+
+/// A failed HTTP attempt, as hooks and `Failure` records see it: a response with a retryable
+/// status, or an error from the inner service.
+pub struct HttpFailure<RB> {
+    outcome: Result<Box<Response<RB>>, BoxError>,
+    /// The request body can be sent again (it fit the replay bound).
+    repeatable: bool,
+}
+
+impl<RB> HttpFailure<RB> {
+    /// The response's status, when the server answered.
+    pub fn status(&self) -> Option<StatusCode> {
+        self.outcome.as_ref().ok().map(|response| response.status())
+    }
+
+    /// The inner service's error, when there was no answer.
+    pub fn error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
+        self.outcome.as_ref().err().map(|e| &**e)
+    }
+
+    /// Whether the request could be sent again (its body fit the replay bound).
+    pub fn is_repeatable(&self) -> bool {
+        self.repeatable
+    }
+
+    fn error_of(error: BoxError) -> Self {
+        HttpFailure {
+            outcome: Err(error),
+            repeatable: true,
+        }
+    }
+}
+
+impl<RB> Classify for HttpFailure<RB> {
+    fn class(&self) -> ErrorClass {
+        if !self.repeatable {
+            // The body was longer than the bound: this request cannot be sent again.
+            return ErrorClass::Permanent;
+        }
+        match &self.outcome {
+            Ok(response) => crate::http::status_class(response.status()),
+            Err(error) => chain_class(&**error).0,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match &self.outcome {
+            Ok(response) => crate::http::retry_after(response.headers()),
+            Err(error) => chain_class(&**error).1,
+        }
+    }
+}
+
+/// The class of an error found through its source chain: the crate's own `CircuitOpen` and
+/// `TimedOut`, or an `io::Error` (by its kind); anything else is permanent.
+fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration>) {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(open) = e.downcast_ref::<CircuitOpen>() {
+            return (open.class(), Classify::retry_after(open));
+        }
+        if let Some(timed_out) = e.downcast_ref::<TimedOut>() {
+            return (timed_out.class(), None);
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return (io.class(), io.retry_after());
+        }
+        current = e.source();
+    }
+    (ErrorClass::Permanent, None)
+}
+
+impl<RB> fmt::Display for HttpFailure<RB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.outcome {
+            Ok(response) => write!(f, "HTTP status {}", response.status()),
+            Err(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<RB> fmt::Debug for HttpFailure<RB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpFailure")
+            .field("status", &self.status())
+            .field("error", &self.error())
+            .field("repeatable", &self.repeatable)
+            .finish()
+    }
+}
+
+impl<RB> From<CircuitOpen> for HttpFailure<RB> {
+    fn from(open: CircuitOpen) -> Self {
+        HttpFailure::error_of(Box::new(open))
+    }
+}
+
+impl<RB> From<TimedOut> for HttpFailure<RB> {
+    fn from(timed_out: TimedOut) -> Self {
+        HttpFailure::error_of(Box::new(timed_out))
+    }
+}
+
+/// A tower [`Layer`] for HTTP client services: retries by the policy and the `http` status
+/// table, honours `Retry-After`, classifies errors through their source chain, retries
+/// idempotent-only outcomes only for idempotent requests (GET, HEAD, OPTIONS, TRACE, PUT,
+/// DELETE, or an `Idempotency-Key` header), and replays request bodies from a bounded buffer.
+///
+/// The inner service receives `Request<ReplayBody<B>>`; its error is boxed. A response with a
+/// retryable status that is still failing when the loop stops is returned as the response,
+/// not turned into an error.
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use retry_kit::tower::{HttpRetryLayer, ReplayBody};
+/// use retry_kit::RetryPolicy;
+/// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+/// use std::{convert::Infallible, time::Duration};
+/// use tower_layer::Layer;
+/// use tower_service::Service;
+///
+/// // A server that answers 503 twice, then 200.
+/// #[derive(Clone, Default)]
+/// struct Busy(Arc<AtomicU32>);
+///
+/// impl Service<Request<ReplayBody<String>>> for Busy {
+///     type Response = Response<()>;
+///     type Error = Infallible;
+///     type Future = std::future::Ready<Result<Response<()>, Infallible>>;
+///     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+///         std::task::Poll::Ready(Ok(()))
+///     }
+///     fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+///         let status = if self.0.fetch_add(1, Ordering::Relaxed) < 2 {
+///             StatusCode::SERVICE_UNAVAILABLE
+///         } else {
+///             StatusCode::OK
+///         };
+///         std::future::ready(Ok(Response::builder().status(status).body(()).unwrap()))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let layer = HttpRetryLayer::new(RetryPolicy::fixed(Duration::from_millis(50)).attempts(4));
+/// let mut client = layer.layer(Busy::default());
+/// let response = client.call(Request::new(String::from("ping"))).await.unwrap();
+/// assert_eq!(response.status(), StatusCode::OK);
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct HttpRetryLayer<H = NoHook, S = Unprotected, T = NoTimeout> {
+    policy: RetryPolicy,
+    body_limit: usize,
+    retry: Retry<'static, ByTrait, H, S, T>,
+}
+
+impl HttpRetryLayer {
+    /// Retry by `policy`, keeping up to [`DEFAULT_BODY_LIMIT`] bytes of each body for replay.
+    pub const fn new(policy: RetryPolicy) -> Self {
+        HttpRetryLayer {
+            policy,
+            body_limit: DEFAULT_BODY_LIMIT,
+            retry: Retry::new(&NO_POLICY),
+        }
+    }
+}
+
+impl<H, S, T> HttpRetryLayer<H, S, T> {
+    /// Keep at most `bytes` of each request body for replay; a longer body is sent once.
+    pub const fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
+    pub fn on_failure<H2>(self, hook: H2) -> HttpRetryLayer<H2, S, T> {
+        HttpRetryLayer {
+            policy: self.policy,
+            body_limit: self.body_limit,
+            retry: self.retry.on_failure(hook),
+        }
+    }
+
+    /// Consult `breaker` before every attempt; a refused first attempt is an error.
+    pub fn circuit(
+        self,
+        breaker: &'static CircuitBreaker,
+    ) -> HttpRetryLayer<H, Shared<'static, &'static CircuitBreaker>, T>
+    where
+        S: IntoShared<'static>,
+    {
+        HttpRetryLayer {
+            policy: self.policy,
+            body_limit: self.body_limit,
+            retry: self.retry.circuit(breaker),
+        }
+    }
+
+    /// Charge failures to `budget` and ask it before every retry.
+    pub fn budget(
+        self,
+        budget: &'static RetryBudget,
+    ) -> HttpRetryLayer<H, Shared<'static, S::Circuit>, T>
+    where
+        S: IntoShared<'static>,
+    {
+        HttpRetryLayer {
+            policy: self.policy,
+            body_limit: self.body_limit,
+            retry: self.retry.budget(budget),
+        }
+    }
+
+    /// Cancel each attempt after `limit` (idempotent-only, like a client timeout).
+    pub fn attempt_timeout(self, limit: Duration) -> HttpRetryLayer<H, S, AttemptTimeout> {
+        HttpRetryLayer {
+            policy: self.policy,
+            body_limit: self.body_limit,
+            retry: self.retry.attempt_timeout(limit),
+        }
+    }
+
+    /// The name `tracing` events and measurements give (default `"closure"`).
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.retry = self.retry.named(name);
+        self
+    }
+}
+
+impl<Svc, H: Clone, S: Clone, T: Clone> Layer<Svc> for HttpRetryLayer<H, S, T> {
+    type Service = HttpRetryService<Svc, H, S, T>;
+
+    fn layer(&self, inner: Svc) -> Self::Service {
+        HttpRetryService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service an [`HttpRetryLayer`] makes.
+#[derive(Clone, Debug)]
+pub struct HttpRetryService<Svc, H = NoHook, S = Unprotected, T = NoTimeout> {
+    inner: Svc,
+    layer: HttpRetryLayer<H, S, T>,
+}
+
+/// Whether a request may be repeated when its outcome is unknown: an idempotent method
+/// (RFC 9110), or an `Idempotency-Key` header.
+pub fn is_idempotent<B>(request: &Request<B>) -> bool {
+    matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    ) || request.headers().contains_key("idempotency-key")
+}
+
+impl<Svc, B, RB, H, S, T> Service<Request<B>> for HttpRetryService<Svc, H, S, T>
+where
+    Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
+    Svc::Future: Send,
+    Svc::Error: Into<BoxError>,
+    B: Body<Data = Bytes> + Unpin + Send + 'static,
+    RB: Send + 'static,
+    H: Hook<HttpFailure<RB>> + Clone + Send + 'static,
+    observe::Observed<H>: Hook<HttpFailure<RB>> + Send,
+    S: for<'p> Equip<'p, HttpFailure<RB>> + Clone + Send + Sync + 'static,
+    for<'p> <S as Equip<'p, HttpFailure<RB>>>::State: Send,
+    T: TimeoutSlot<HttpFailure<RB>> + Clone + Send + 'static,
+{
+    type Response = Response<RB>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let HttpRetryLayer {
+            policy,
+            body_limit,
+            retry,
+        } = self.layer.clone();
+        let policy = if is_idempotent(&req) {
+            policy.idempotent(true)
+        } else {
+            policy
+        };
+        let (parts, body) = req.into_parts();
+        let body = ReplayBody::new(body, body_limit);
+        Box::pin(async move {
+            let retry = retry.with_policy(&policy);
+            let timeout = retry.timeout.slot();
+            let sleep = clock::tokio_sleep;
+            let outcome: Result<Response<RB>, HttpFailure<RB>> = async {
+                begin!(retry, Result<Response<RB>, HttpFailure<RB>> => call, classifier, hook);
+                let mut ready = true;
+                crate::retry_async!(call.after(&classifier, &mut hook) <-
+                    timed_attempt!(call, timeout, sleep,
+                        attempt(&mut inner, &parts, &body, &mut ready)),
+                    sleep: sleep)
+            }
+            .await;
+            match outcome {
+                Ok(response) => Ok(response),
+                Err(HttpFailure {
+                    outcome: Ok(response),
+                    ..
+                }) => Ok(*response),
+                Err(HttpFailure {
+                    outcome: Err(error),
+                    ..
+                }) => Err(error),
+            }
+        })
+    }
+}
+
+/// One attempt: rebuild the request from its parts and a replay of the body, make the service
+/// ready (the first attempt's already is), and call it. A retryable status is a failure.
+async fn attempt<Svc, B, RB>(
+    inner: &mut Svc,
+    parts: &::http::request::Parts,
+    body: &ReplayBody<B>,
+    ready: &mut bool,
+) -> Result<Response<RB>, HttpFailure<RB>>
+where
+    Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
+    Svc::Error: Into<BoxError>,
+{
+    let Some(copy) = body.replay() else {
+        return Err(HttpFailure {
+            outcome: Err(Box::new(BodyTooLong)),
+            repeatable: false,
+        });
+    };
+    let mut request = Request::new(copy);
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = parts.uri.clone();
+    *request.version_mut() = parts.version;
+    *request.headers_mut() = parts.headers.clone();
+    *request.extensions_mut() = parts.extensions.clone();
+    if !std::mem::take(ready) {
+        if let Err(e) = std::future::poll_fn(|cx| inner.poll_ready(cx)).await {
+            return Err(HttpFailure::error_of(e.into()));
+        }
+    }
+    let result = inner.call(request).await;
+    let repeatable = body.is_replayable();
+    match result {
+        Ok(response) if crate::http::status_class(response.status()).is_failure() => {
+            Err(HttpFailure {
+                outcome: Ok(Box::new(response)),
+                repeatable,
+            })
+        }
+        Ok(response) => Ok(response),
+        Err(e) => Err(HttpFailure {
+            outcome: Err(e.into()),
+            repeatable,
+        }),
+    }
+}
+
+/// A request body longer than the replay bound, which the layer will not send twice.
+#[derive(Debug)]
+struct BodyTooLong;
+
+impl fmt::Display for BodyTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the request body is longer than the replay bound and was sent once")
+    }
+}
+
+impl StdError for BodyTooLong {}

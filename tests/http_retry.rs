@@ -1,0 +1,353 @@
+//! `tower::HttpRetryLayer` (features `tower` and `http`): statuses by the `http` table,
+//! `Retry-After` honoured, idempotent-only outcomes retried only for idempotent requests,
+//! errors classified through their source chain, and request bodies replayed from a bounded
+//! buffer. Time-based cases run on tokio's paused clock.
+#![deny(warnings, unused_qualifications)]
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use retry_kit::tower::{BoxError, HttpFailure, HttpRetryLayer, ReplayBody};
+use retry_kit::{CircuitBreaker, Failure, RetryPolicy};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::Instant;
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// What the server answers to each call, in order, and what it received.
+type Answer = Result<Response<&'static str>, BoxError>;
+
+#[derive(Clone, Default)]
+struct Server {
+    answers: Arc<Mutex<VecDeque<Answer>>>,
+    /// Each request's method and whole body, as the server read it.
+    received: Arc<Mutex<Vec<(Method, Bytes)>>>,
+}
+
+impl Server {
+    fn answering(answers: Vec<Answer>) -> Self {
+        Server {
+            answers: Arc::new(Mutex::new(answers.into())),
+            received: Arc::default(),
+        }
+    }
+
+    fn bodies(&self) -> Vec<Bytes> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+}
+
+fn status(code: u16) -> Answer {
+    Ok(Response::builder().status(code).body("").unwrap())
+}
+
+impl<B> Service<Request<ReplayBody<B>>> for Server
+where
+    B: Body<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: std::fmt::Debug,
+{
+    type Response = Response<&'static str>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<ReplayBody<B>>) -> Self::Future {
+        let server = self.clone();
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            server.received.lock().unwrap().push((parts.method, body));
+            let answer = server.answers.lock().unwrap().pop_front();
+            answer.unwrap_or_else(|| status(200))
+        })
+    }
+}
+
+/// A body that arrives in several chunks, as a streamed upload does.
+struct Chunks(VecDeque<&'static str>);
+
+impl Body for Chunks {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(
+            self.0
+                .pop_front()
+                .map(|c| Ok(Frame::data(Bytes::from_static(c.as_bytes())))),
+        )
+    }
+}
+
+fn post(body: &'static str) -> Request<String> {
+    Request::post("http://api.test/orders")
+        .body(body.to_owned())
+        .unwrap()
+}
+
+fn policy() -> RetryPolicy {
+    RetryPolicy::fixed(Duration::from_millis(100)).attempts(4)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_body_is_replayed_whole_on_every_attempt() {
+    let server = Server::answering(vec![status(503), status(503)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let response = client.call(post("{\"qty\":2}")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(server.bodies(), vec![Bytes::from("{\"qty\":2}"); 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streamed_body_is_replayed_chunk_for_chunk() {
+    let server = Server::answering(vec![status(429)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let body = Chunks(["ab", "cd", "ef"].into());
+    let request = Request::put("http://api.test/blob").body(body).unwrap();
+    assert_eq!(client.call(request).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(server.bodies(), vec![Bytes::from("abcdef"); 2]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_over_the_bound_is_sent_once() {
+    let server = Server::answering(vec![status(503)]);
+    let mut client = HttpRetryLayer::new(policy())
+        .body_limit(4)
+        .layer(server.clone());
+    let body = Chunks(["ab", "cd", "ef"].into());
+    let request = Request::put("http://api.test/blob").body(body).unwrap();
+    let response = client.call(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(server.bodies(), vec![Bytes::from("abcdef")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_at_the_bound_is_replayed() {
+    let server = Server::answering(vec![status(503)]);
+    let mut client = HttpRetryLayer::new(policy())
+        .body_limit(6)
+        .layer(server.clone());
+    let body = Chunks(["ab", "cd", "ef"].into());
+    let request = Request::put("http://api.test/blob").body(body).unwrap();
+    assert_eq!(client.call(request).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(server.bodies().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_500_is_retried_for_idempotent_requests_only() {
+    // POST: the server may have acted, so the 500 is the answer.
+    let server = Server::answering(vec![status(500)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let response = client.call(post("x")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(server.bodies().len(), 1);
+
+    // PUT is idempotent.
+    let server = Server::answering(vec![status(500)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let request = Request::put("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    assert_eq!(client.call(request).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(server.bodies().len(), 2);
+
+    // A POST with an Idempotency-Key may be repeated.
+    let server = Server::answering(vec![status(502)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let request = Request::post("http://api.test/orders")
+        .header("Idempotency-Key", "order-17")
+        .body(String::from("x"))
+        .unwrap();
+    assert_eq!(client.call(request).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(server.bodies().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_error_is_the_answer() {
+    let server = Server::answering(vec![status(404)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let request = Request::get("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    assert_eq!(
+        client.call(request).await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(server.bodies().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_sets_the_delay() {
+    let busy = Response::builder()
+        .status(429)
+        .header("Retry-After", "7")
+        .body("")
+        .unwrap();
+    let server = Server::answering(vec![Ok(busy)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let start = Instant::now();
+    assert_eq!(
+        client.call(post("x")).await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+}
+
+/// A client error that wraps the I/O error underneath, as hyper's do.
+#[derive(Debug)]
+struct Connect(std::io::Error);
+
+impl std::fmt::Display for Connect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connect failed")
+    }
+}
+
+impl std::error::Error for Connect {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_are_classified_through_their_source_chain() {
+    let refused = Connect(std::io::ErrorKind::ConnectionRefused.into());
+    let server = Server::answering(vec![Err(Box::new(refused))]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    assert_eq!(
+        client.call(post("x")).await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(server.bodies().len(), 2);
+
+    // An I/O timeout may have reached the server: a POST is not repeated.
+    let timed_out = Connect(std::io::ErrorKind::TimedOut.into());
+    let server = Server::answering(vec![Err(Box::new(timed_out))]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let error = client.call(post("x")).await.unwrap_err();
+    assert_eq!(error.to_string(), "connect failed");
+    assert_eq!(server.bodies().len(), 1);
+
+    // An error nothing in the chain explains is permanent.
+    let server = Server::answering(vec![Err("tls handshake failed".into())]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let request = Request::get("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    assert!(client.call(request).await.is_err());
+    assert_eq!(server.bodies().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_retryable_response_is_returned_when_attempts_run_out() {
+    let server = Server::answering((0..4).map(|_| status(503)).collect());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let mut client = HttpRetryLayer::new(policy())
+        .on_failure(move |f: &Failure<'_, HttpFailure<&'static str>>| {
+            record.lock().unwrap().push((f.attempt, f.error.status()));
+        })
+        .layer(server.clone());
+    let response = client.call(post("x")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(server.bodies().len(), 4);
+    let statuses: Vec<_> = seen.lock().unwrap().clone();
+    assert_eq!(statuses.len(), 4);
+    assert!(
+        statuses
+            .iter()
+            .all(|(_, s)| *s == Some(StatusCode::SERVICE_UNAVAILABLE))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_breaker_refuses_before_the_server_is_called() {
+    static BACKEND: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+    let server = Server::answering((0..8).map(|_| status(503)).collect());
+    let mut client = HttpRetryLayer::new(policy().attempts(2))
+        .circuit(&BACKEND)
+        .layer(server.clone());
+    assert_eq!(
+        client.call(post("x")).await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let error = client.call(post("x")).await.unwrap_err();
+    assert!(error.to_string().contains("circuit"), "{error}");
+    assert_eq!(server.bodies().len(), 2);
+}
+
+/// A server that answers 503 to its first request before reading any of the body (or after
+/// reading only the first chunk), then reads the next request whole.
+#[derive(Clone)]
+struct Impatient {
+    calls: Arc<Mutex<u32>>,
+    read_first_chunk: bool,
+    received: Arc<Mutex<Vec<Bytes>>>,
+}
+
+impl Service<Request<ReplayBody<Chunks>>> for Impatient {
+    type Response = Response<&'static str>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<ReplayBody<Chunks>>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let first = {
+                let mut calls = this.calls.lock().unwrap();
+                *calls += 1;
+                *calls == 1
+            };
+            let mut body = req.into_body();
+            if first {
+                if this.read_first_chunk {
+                    body.frame().await.unwrap().unwrap();
+                }
+                return status(503);
+            }
+            let bytes = body.collect().await.unwrap().to_bytes();
+            this.received.lock().unwrap().push(bytes);
+            status(200)
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_the_server_did_not_finish_reading_is_sent_whole_next_time() {
+    for read_first_chunk in [false, true] {
+        let server = Impatient {
+            calls: Arc::default(),
+            read_first_chunk,
+            received: Arc::default(),
+        };
+        let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+        let body = Chunks(["ab", "cd", "ef"].into());
+        let request = Request::put("http://api.test/blob").body(body).unwrap();
+        assert_eq!(client.call(request).await.unwrap().status(), StatusCode::OK);
+        assert_eq!(
+            *server.received.lock().unwrap(),
+            vec![Bytes::from("abcdef")]
+        );
+    }
+}
