@@ -9,7 +9,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use retry_kit::tower::{BoxError, HttpFailure, HttpRetryLayer, ReplayBody};
-use retry_kit::{CircuitBreaker, Failure, RetryPolicy};
+use retry_kit::{CircuitBreaker, Failure, PerKey, RetryPolicy};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -350,4 +350,25 @@ async fn a_body_the_server_did_not_finish_reading_is_sent_whole_next_time() {
             vec![Bytes::from("abcdef")]
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_per_key_breaker_opens_for_the_failing_host_only() {
+    static HOSTS: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(2, Duration::from_secs(30)));
+    let server = Server::answering((0..2).map(|_| status(503)).collect());
+    let mut client = HttpRetryLayer::new(policy().attempts(2))
+        .circuit(&HOSTS)
+        .layer(server.clone());
+    let get = |uri: &str| Request::get(uri).body(String::new()).unwrap();
+
+    // Two 503s from a.test open a.test's breaker.
+    let answer = client.call(get("http://a.test/x")).await.unwrap();
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // The same authority spelled with its default port is the same host: refused.
+    assert!(client.call(get("http://a.test:80/y")).await.is_err());
+    // b.test has its own breaker, still closed.
+    let answer = client.call(get("http://b.test/x")).await.unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(server.bodies().len(), 3);
 }

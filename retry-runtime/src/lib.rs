@@ -46,6 +46,11 @@ pub mod io;
 pub mod meter;
 pub mod observe;
 pub mod per_key;
+#[cfg(any(
+    feature = "reqwest-middleware",
+    all(feature = "tower", feature = "http")
+))]
+pub mod per_request;
 pub mod policy;
 mod rng;
 pub mod run;

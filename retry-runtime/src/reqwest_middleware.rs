@@ -21,7 +21,8 @@ use crate::budget::RetryBudget;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_key::{AsPerKey, PerKey, Template, key_hash};
+pub use crate::per_request::{Chosen, ForEachRequest};
+use crate::per_request::{Held, authority_key};
 use crate::policy::RetryPolicy;
 use crate::run::Retry;
 use crate::run::hook::{Hook, NoHook};
@@ -32,7 +33,6 @@ use ::http::{Extensions, Method};
 use ::reqwest::{Request, Response};
 use ::reqwest_middleware::{Middleware, Next};
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// What a [`RetryMiddleware`]'s builder starts from: a policy it does not own yet.
@@ -117,83 +117,6 @@ pub struct RetryMiddleware<H = NoHook, T = NoTimeout> {
     budget: Option<Chosen<RetryBudget>>,
 }
 
-/// A breaker or budget for every request, or one per authority from a [`PerKey`].
-pub struct Chosen<T: 'static>(Choice<T>);
-
-enum Choice<T: 'static> {
-    One(&'static T),
-    ByAuthority(&'static (dyn AsPerKey<T> + Sync)),
-}
-
-impl<T> Clone for Chosen<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for Chosen<T> {}
-
-impl<T> Clone for Choice<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for Choice<T> {}
-
-impl<T> fmt::Debug for Chosen<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.0 {
-            Choice::One(_) => "Chosen::One",
-            Choice::ByAuthority(_) => "Chosen::ByAuthority",
-        })
-    }
-}
-
-/// What `.circuit(..)` and `.budget(..)` accept: a `&'static` value, or a `&'static PerKey`.
-pub trait ForEachRequest<T: 'static> {
-    /// How each request finds its value.
-    fn chosen(self) -> Chosen<T>;
-}
-
-impl<T: 'static> ForEachRequest<T> for &'static T {
-    fn chosen(self) -> Chosen<T> {
-        Chosen(Choice::One(self))
-    }
-}
-
-impl<T: Template + Send + Sync + 'static, const N: usize> ForEachRequest<T>
-    for &'static PerKey<T, N>
-{
-    fn chosen(self) -> Chosen<T> {
-        Chosen(Choice::ByAuthority(self))
-    }
-}
-
-/// The value a request uses, held for the call.
-enum Held<T: 'static> {
-    One(&'static T),
-    Keyed(Arc<T>),
-}
-
-impl<T> Held<T> {
-    fn get(&self) -> &T {
-        match self {
-            Held::One(value) => value,
-            Held::Keyed(value) => value,
-        }
-    }
-}
-
-impl<T> Chosen<T> {
-    fn for_authority(self, authority: u64) -> Held<T> {
-        match self.0 {
-            Choice::One(value) => Held::One(value),
-            Choice::ByAuthority(per_key) => Held::Keyed(per_key.value_for(authority)),
-        }
-    }
-}
-
 impl RetryMiddleware {
     /// Retry by `policy`.
     pub const fn new(policy: RetryPolicy) -> Self {
@@ -252,12 +175,10 @@ impl<H, T> RetryMiddleware<H, T> {
 /// A request's authority (host and port), hashed as `PerKey` keys are.
 fn authority_of(request: &Request) -> u64 {
     let url = request.url();
-    let authority = format!(
-        "{}:{}",
+    authority_key(
         url.host_str().unwrap_or_default(),
-        url.port_or_known_default().unwrap_or_default()
-    );
-    key_hash(&authority)
+        url.port_or_known_default().unwrap_or_default(),
+    )
 }
 
 /// Whether a request may be repeated when its outcome is unknown: an idempotent method, or an

@@ -51,6 +51,9 @@ mod replay;
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use crate::per_request::{Chosen, ForEachRequest};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use http_retry::{
     BoxError, DEFAULT_BODY_LIMIT, HttpFailure, HttpRetryLayer, HttpRetryService, is_idempotent,
 };

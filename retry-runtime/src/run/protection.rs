@@ -374,7 +374,10 @@ impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<&'p CircuitBreaker>
     }
 }
 
-#[cfg(feature = "reqwest-middleware")]
+#[cfg(any(
+    feature = "reqwest-middleware",
+    all(feature = "tower", feature = "http")
+))]
 impl<'p> Shared<'p, Option<&'p CircuitBreaker>> {
     /// Protection chosen per call: a breaker or none, a budget or none.
     pub(crate) fn chosen(

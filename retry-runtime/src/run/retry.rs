@@ -417,8 +417,11 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     }
 
     /// The same builder with other protection: how the HTTP middleware equips each request with
-    /// the breaker and budget of its authority.
-    #[cfg(feature = "reqwest-middleware")]
+    /// the breaker and budget of its authority (and `tower::HttpRetryLayer` likewise).
+    #[cfg(any(
+        feature = "reqwest-middleware",
+        all(feature = "tower", feature = "http")
+    ))]
     pub(crate) fn with_protection<S2>(self, protection: S2) -> Retry<'p, C, H, S2, T> {
         rebuild!(self, protection: protection)
     }

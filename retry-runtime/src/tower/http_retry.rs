@@ -5,14 +5,16 @@ use super::replay::ReplayBody;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
+use crate::per_request::{Chosen, ForEachRequest, Held, authority_key};
 use crate::policy::RetryPolicy;
 use crate::run::Retry;
 use crate::run::classifier::ByTrait;
 use crate::run::hook::{Hook, NoHook};
-use crate::run::protection::{Equip, IntoShared, Shared, Unprotected};
+use crate::run::protection::{Shared, Unprotected};
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
+
 use ::http::{Method, Request, Response, StatusCode};
 use bytes::Bytes;
 use http_body::Body;
@@ -184,10 +186,12 @@ impl<RB> From<TimedOut> for HttpFailure<RB> {
 /// # }
 /// ```
 #[derive(Clone, Debug)]
-pub struct HttpRetryLayer<H = NoHook, S = Unprotected, T = NoTimeout> {
+pub struct HttpRetryLayer<H = NoHook, T = NoTimeout> {
     policy: RetryPolicy,
     body_limit: usize,
-    retry: Retry<'static, ByTrait, H, S, T>,
+    retry: Retry<'static, ByTrait, H, Unprotected, T>,
+    circuit: Option<Chosen<CircuitBreaker>>,
+    budget: Option<Chosen<RetryBudget>>,
 }
 
 impl HttpRetryLayer {
@@ -197,11 +201,13 @@ impl HttpRetryLayer {
             policy,
             body_limit: DEFAULT_BODY_LIMIT,
             retry: Retry::new(&NO_POLICY),
+            circuit: None,
+            budget: None,
         }
     }
 }
 
-impl<H, S, T> HttpRetryLayer<H, S, T> {
+impl<H, T> HttpRetryLayer<H, T> {
     /// Keep at most `bytes` of each request body for replay; a longer body is sent once.
     pub const fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
@@ -209,50 +215,39 @@ impl<H, S, T> HttpRetryLayer<H, S, T> {
     }
 
     /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
-    pub fn on_failure<H2>(self, hook: H2) -> HttpRetryLayer<H2, S, T> {
+    pub fn on_failure<H2>(self, hook: H2) -> HttpRetryLayer<H2, T> {
         HttpRetryLayer {
             policy: self.policy,
             body_limit: self.body_limit,
             retry: self.retry.on_failure(hook),
+            circuit: self.circuit,
+            budget: self.budget,
         }
     }
 
-    /// Consult `breaker` before every attempt; a refused first attempt is an error.
-    pub fn circuit(
-        self,
-        breaker: &'static CircuitBreaker,
-    ) -> HttpRetryLayer<H, Shared<'static, &'static CircuitBreaker>, T>
-    where
-        S: IntoShared<'static>,
-    {
-        HttpRetryLayer {
-            policy: self.policy,
-            body_limit: self.body_limit,
-            retry: self.retry.circuit(breaker),
-        }
+    /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
+    /// keyed by each request's authority) before every attempt; a refused first attempt is an
+    /// error.
+    pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
+        self.circuit = Some(breaker.chosen());
+        self
     }
 
-    /// Charge failures to `budget` and ask it before every retry.
-    pub fn budget(
-        self,
-        budget: &'static RetryBudget,
-    ) -> HttpRetryLayer<H, Shared<'static, S::Circuit>, T>
-    where
-        S: IntoShared<'static>,
-    {
-        HttpRetryLayer {
-            policy: self.policy,
-            body_limit: self.body_limit,
-            retry: self.retry.budget(budget),
-        }
+    /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
+    /// keyed by each request's authority) and ask it before every retry.
+    pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
+        self.budget = Some(budget.chosen());
+        self
     }
 
     /// Cancel each attempt after `limit` (idempotent-only, like a client timeout).
-    pub fn attempt_timeout(self, limit: Duration) -> HttpRetryLayer<H, S, AttemptTimeout> {
+    pub fn attempt_timeout(self, limit: Duration) -> HttpRetryLayer<H, AttemptTimeout> {
         HttpRetryLayer {
             policy: self.policy,
             body_limit: self.body_limit,
             retry: self.retry.attempt_timeout(limit),
+            circuit: self.circuit,
+            budget: self.budget,
         }
     }
 
@@ -263,8 +258,8 @@ impl<H, S, T> HttpRetryLayer<H, S, T> {
     }
 }
 
-impl<Svc, H: Clone, S: Clone, T: Clone> Layer<Svc> for HttpRetryLayer<H, S, T> {
-    type Service = HttpRetryService<Svc, H, S, T>;
+impl<Svc, H: Clone, T: Clone> Layer<Svc> for HttpRetryLayer<H, T> {
+    type Service = HttpRetryService<Svc, H, T>;
 
     fn layer(&self, inner: Svc) -> Self::Service {
         HttpRetryService {
@@ -276,9 +271,23 @@ impl<Svc, H: Clone, S: Clone, T: Clone> Layer<Svc> for HttpRetryLayer<H, S, T> {
 
 /// The service an [`HttpRetryLayer`] makes.
 #[derive(Clone, Debug)]
-pub struct HttpRetryService<Svc, H = NoHook, S = Unprotected, T = NoTimeout> {
+pub struct HttpRetryService<Svc, H = NoHook, T = NoTimeout> {
     inner: Svc,
-    layer: HttpRetryLayer<H, S, T>,
+    layer: HttpRetryLayer<H, T>,
+}
+
+/// A request's authority (host and port, the scheme's default when the URI names none) as a
+/// `PerKey` key: the same key reqwest's middleware gives a URL naming the same host.
+fn authority_of(uri: &::http::Uri) -> u64 {
+    let default_port = match uri.scheme_str() {
+        Some("https") => 443,
+        Some("http") => 80,
+        _ => 0,
+    };
+    authority_key(
+        uri.host().unwrap_or_default(),
+        uri.port_u16().unwrap_or(default_port),
+    )
 }
 
 /// Whether a request may be repeated when its outcome is unknown: an idempotent method
@@ -290,7 +299,7 @@ pub fn is_idempotent<B>(request: &Request<B>) -> bool {
     ) || request.headers().contains_key("idempotency-key")
 }
 
-impl<Svc, B, RB, H, S, T> Service<Request<B>> for HttpRetryService<Svc, H, S, T>
+impl<Svc, B, RB, H, T> Service<Request<B>> for HttpRetryService<Svc, H, T>
 where
     Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
     Svc::Future: Send,
@@ -299,8 +308,6 @@ where
     RB: Send + 'static,
     H: Hook<HttpFailure<RB>> + Clone + Send + 'static,
     observe::Observed<H>: Hook<HttpFailure<RB>> + Send,
-    S: for<'p> Equip<'p, HttpFailure<RB>> + Clone + Send + Sync + 'static,
-    for<'p> <S as Equip<'p, HttpFailure<RB>>>::State: Send,
     T: TimeoutSlot<HttpFailure<RB>> + Clone + Send + 'static,
 {
     type Response = Response<RB>;
@@ -318,7 +325,13 @@ where
             policy,
             body_limit,
             retry,
+            circuit,
+            budget,
         } = self.layer.clone();
+        // The breaker and budget of this request (its authority's, with a `PerKey`).
+        let authority = authority_of(req.uri());
+        let circuit = circuit.map(|c| c.for_authority(authority));
+        let budget = budget.map(|b| b.for_authority(authority));
         let policy = if is_idempotent(&req) {
             policy.idempotent(true)
         } else {
@@ -327,7 +340,11 @@ where
         let (parts, body) = req.into_parts();
         let body = ReplayBody::new(body, body_limit);
         Box::pin(async move {
-            let retry = retry.with_policy(&policy);
+            let protection = Shared::chosen(
+                circuit.as_ref().map(Held::get),
+                budget.as_ref().map(Held::get),
+            );
+            let retry = retry.with_policy(&policy).with_protection(protection);
             let timeout = retry.timeout.slot();
             let sleep = clock::tokio_sleep;
             let outcome: Result<Response<RB>, HttpFailure<RB>> = async {
