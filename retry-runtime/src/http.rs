@@ -277,6 +277,18 @@ fn saturating_digits(digits: &[u8]) -> u64 {
     })
 }
 
+/// Whether a request may be sent again when its outcome is unknown: an idempotent method
+/// (RFC 9110: GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or an `Idempotency-Key` header. The one
+/// rule the reqwest middleware and the tower HTTP layer share.
+#[cfg(any(feature = "reqwest-middleware", feature = "tower"))]
+pub(crate) fn may_repeat(method: &::http::Method, headers: &HeaderMap) -> bool {
+    use ::http::Method;
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    ) || headers.contains_key("idempotency-key")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,7 @@ use crate::run::hook::{Hook, NoHook};
 use crate::run::protection::{Shared, Unprotected};
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
-use ::http::{Extensions, Method};
+use ::http::Extensions;
 use ::reqwest::{Request, Response};
 use ::reqwest_middleware::{Middleware, Next};
 use std::fmt;
@@ -184,10 +184,7 @@ fn authority_of(request: &Request) -> u64 {
 /// Whether a request may be repeated when its outcome is unknown: an idempotent method, or an
 /// `Idempotency-Key` header.
 pub fn is_idempotent(request: &Request) -> bool {
-    matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
-    ) || request.headers().contains_key("idempotency-key")
+    crate::http::may_repeat(request.method(), request.headers())
 }
 
 #[async_trait::async_trait]

@@ -15,7 +15,7 @@ use crate::run::retry::{begin, timed_attempt};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
 
-use ::http::{Method, Request, Response, StatusCode};
+use ::http::{Request, Response, StatusCode};
 use bytes::Bytes;
 use http_body::Body;
 use std::error::Error as StdError;
@@ -293,10 +293,7 @@ fn authority_of(uri: &::http::Uri) -> u64 {
 /// Whether a request may be repeated when its outcome is unknown: an idempotent method
 /// (RFC 9110), or an `Idempotency-Key` header.
 pub fn is_idempotent<B>(request: &Request<B>) -> bool {
-    matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
-    ) || request.headers().contains_key("idempotency-key")
+    crate::http::may_repeat(request.method(), request.headers())
 }
 
 impl<Svc, B, RB, H, T> Service<Request<B>> for HttpRetryService<Svc, H, T>
