@@ -245,6 +245,20 @@ async fn errors_are_classified_through_their_source_chain() {
     assert_eq!(error.to_string(), "connect failed");
     assert_eq!(server.bodies().len(), 1);
 
+    // A client's own timeout error (tower's reads "request timed out"): idempotent-only, so a
+    // GET is repeated and a POST is not.
+    let server = Server::answering(vec![Err("request timed out".into())]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let request = Request::get("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    assert_eq!(client.call(request).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(server.bodies().len(), 2);
+    let server = Server::answering(vec![Err("request timed out".into())]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    assert!(client.call(post("x")).await.is_err());
+    assert_eq!(server.bodies().len(), 1);
+
     // An error nothing in the chain explains is permanent.
     let server = Server::answering(vec![Err("tls handshake failed".into())]);
     let mut client = HttpRetryLayer::new(policy()).layer(server.clone());

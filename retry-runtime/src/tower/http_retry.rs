@@ -89,22 +89,32 @@ impl<RB> Classify for HttpFailure<RB> {
 }
 
 /// The class of an error found through its source chain: the crate's own `CircuitOpen` and
-/// `TimedOut`, or an `io::Error` (by its kind); anything else is permanent.
+/// `TimedOut`, an `io::Error` (by its kind), or a timeout — tokio's `Elapsed`, or any error whose
+/// message says it "timed out" (tower's and most clients' timeout errors, which this crate cannot
+/// name) — idempotent-only, as a timed-out request may have been processed. Anything else is
+/// permanent: an unknown failure is not retried into a struggling server.
 fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration>) {
     let mut current = Some(error);
+    let mut timed_out = false;
     while let Some(e) = current {
         if let Some(open) = e.downcast_ref::<CircuitOpen>() {
             return (open.class(), Classify::retry_after(open));
         }
-        if let Some(timed_out) = e.downcast_ref::<TimedOut>() {
-            return (timed_out.class(), None);
+        if let Some(ours) = e.downcast_ref::<TimedOut>() {
+            return (ours.class(), None);
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             return (io.class(), io.retry_after());
         }
+        timed_out |= e.is::<tokio::time::error::Elapsed>()
+            || e.to_string().to_ascii_lowercase().contains("timed out");
         current = e.source();
     }
-    (ErrorClass::Permanent, None)
+    if timed_out {
+        (ErrorClass::IdempotentOnly, None)
+    } else {
+        (ErrorClass::Permanent, None)
+    }
 }
 
 impl<RB> fmt::Display for HttpFailure<RB> {
