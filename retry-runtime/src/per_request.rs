@@ -76,10 +76,12 @@ impl<T> Held<T> {
 }
 
 impl<T> Chosen<T> {
-    pub(crate) fn for_authority(self, authority: u64) -> Held<T> {
+    /// The value for a request; `authority` (its key) is asked for only with a `PerKey`, so a
+    /// shared breaker costs no hashing.
+    pub(crate) fn for_authority(self, authority: impl FnOnce() -> u64) -> Held<T> {
         match self.0 {
             Choice::One(value) => Held::One(value),
-            Choice::ByAuthority(per_key) => Held::Keyed(per_key.value_for(authority)),
+            Choice::ByAuthority(per_key) => Held::Keyed(per_key.value_for(authority())),
         }
     }
 }

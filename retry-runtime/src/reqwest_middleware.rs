@@ -211,9 +211,11 @@ where
         };
         // The breaker and budget of this request (its authority's, with a `PerKey`), held for
         // the call.
-        let authority = authority_of(&req);
-        let circuit = self.circuit.map(|c| c.for_authority(authority));
-        let budget = self.budget.map(|b| b.for_authority(authority));
+        // Its authority is hashed once, and only for a `PerKey`.
+        let mut key = None;
+        let mut authority = || *key.get_or_insert_with(|| authority_of(&req));
+        let circuit = self.circuit.map(|c| c.for_authority(&mut authority));
+        let budget = self.budget.map(|b| b.for_authority(&mut authority));
         let protection = Shared::chosen(
             circuit.as_ref().map(Held::get),
             budget.as_ref().map(Held::get),

@@ -336,9 +336,11 @@ where
             budget,
         } = self.layer.clone();
         // The breaker and budget of this request (its authority's, with a `PerKey`).
-        let authority = authority_of(req.uri());
-        let circuit = circuit.map(|c| c.for_authority(authority));
-        let budget = budget.map(|b| b.for_authority(authority));
+        // Its authority is hashed once, and only for a `PerKey`.
+        let mut key = None;
+        let mut authority = || *key.get_or_insert_with(|| authority_of(req.uri()));
+        let circuit = circuit.map(|c| c.for_authority(&mut authority));
+        let budget = budget.map(|b| b.for_authority(&mut authority));
         let policy = if is_idempotent(&req) {
             policy.idempotent(true)
         } else {
