@@ -6,59 +6,14 @@
 #![deny(warnings, unused_qualifications)]
 
 use http::StatusCode;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use retry_kit::reqwest_middleware::{Attempted, RetryMiddleware};
 use retry_kit::{CircuitBreaker, Failure, Next, RetryPolicy, StopReason, testing};
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
-/// What a server saw: each request's method and body.
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
-
-/// A hyper server answering request `n` (1-based) with `respond(n)`: status and `Retry-After`.
-async fn serve(respond: fn(usize) -> (StatusCode, Option<&'static str>)) -> (SocketAddr, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let seen: Seen = Arc::default();
-    let log = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let log = log.clone();
-            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                let log = log.clone();
-                async move {
-                    let method = request.method().to_string();
-                    let body = request.into_body().collect().await.unwrap().to_bytes();
-                    let n = {
-                        let mut log = log.lock().unwrap();
-                        log.push((method, String::from_utf8_lossy(&body).into_owned()));
-                        log.len()
-                    };
-                    let (status, wait) = respond(n);
-                    let mut reply = http::Response::builder().status(status);
-                    if let Some(wait) = wait {
-                        reply = reply.header("retry-after", wait);
-                    }
-                    Ok::<_, Infallible>(reply.body(Full::new(Bytes::from("answer"))).unwrap())
-                }
-            });
-            tokio::spawn(async move {
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    (addr, seen)
-}
+mod loopback;
+use loopback::serve;
 
 fn client(middleware: RetryMiddleware) -> reqwest_middleware::ClientWithMiddleware {
     reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
