@@ -80,15 +80,10 @@ impl CallCtx {
         if lo != 0 || hi != 0 {
             return IdempotencyKey(u128::from(hi) << 64 | u128::from(lo));
         }
-        // Zero marks "not drawn yet", so a zero draw (one chance in 2^128) is drawn again.
-        let k = loop {
-            let k = rand::random::<u128>();
-            if k != 0 {
-                break k;
-            }
-        };
+        let key = IdempotencyKey::draw();
+        let k = key.0;
         self.key.set([k as u64, (k >> 64) as u64]);
-        IdempotencyKey(k)
+        key
     }
 
     /// Make this context the current one until the guard is dropped.
@@ -192,6 +187,17 @@ impl Attempt {
 pub struct IdempotencyKey(u128);
 
 impl IdempotencyKey {
+    /// A fresh key from the operating system's entropy, never zero (zero marks "not drawn yet"
+    /// in a call's context, so a zero draw, one chance in 2^128, is drawn again).
+    pub(crate) fn draw() -> Self {
+        loop {
+            let k = rand::random::<u128>();
+            if k != 0 {
+                return IdempotencyKey(k);
+            }
+        }
+    }
+
     /// The key as a number.
     pub const fn as_u128(&self) -> u128 {
         self.0

@@ -289,6 +289,23 @@ pub(crate) fn may_repeat(method: &::http::Method, headers: &HeaderMap) -> bool {
     ) || headers.contains_key("idempotency-key")
 }
 
+/// Give a `POST` or `PATCH` without an `Idempotency-Key` header a fresh one (32 hex digits),
+/// sent unchanged on every attempt, so that the server can recognise a repeat and the request
+/// may be retried where its outcome is unknown. What `.idempotency_keys()` turns on.
+#[cfg(any(feature = "reqwest-middleware", feature = "tower"))]
+pub(crate) fn add_idempotency_key(method: &::http::Method, headers: &mut HeaderMap) {
+    use ::http::Method;
+    if (*method == Method::POST || *method == Method::PATCH)
+        && !headers.contains_key("idempotency-key")
+    {
+        let key = crate::IdempotencyKey::draw().to_string();
+        // 32 hex digits are always a valid header value.
+        if let Ok(value) = ::http::HeaderValue::from_str(&key) {
+            headers.insert("idempotency-key", value);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -115,6 +115,8 @@ pub struct RetryMiddleware<H = NoHook, T = NoTimeout> {
     retry: Retry<'static, crate::run::ByTrait, H, Unprotected, T>,
     circuit: Option<Chosen<CircuitBreaker>>,
     budget: Option<Chosen<RetryBudget>>,
+    /// Add an `Idempotency-Key` to `POST` and `PATCH` requests without one.
+    add_keys: bool,
 }
 
 impl RetryMiddleware {
@@ -125,6 +127,7 @@ impl RetryMiddleware {
             retry: Retry::new(&NO_POLICY),
             circuit: None,
             budget: None,
+            add_keys: false,
         }
     }
 }
@@ -137,7 +140,17 @@ impl<H, T> RetryMiddleware<H, T> {
             retry: self.retry.on_failure(hook),
             circuit: self.circuit,
             budget: self.budget,
+            add_keys: self.add_keys,
         }
+    }
+
+    /// Give every `POST` and `PATCH` without an `Idempotency-Key` header a fresh key, the same
+    /// on each of its attempts. The server can then recognise a repeat, so such requests are
+    /// retried like idempotent ones (a timeout or a 502 included). Off by default: only turn it
+    /// on for servers that honour the header.
+    pub const fn idempotency_keys(mut self) -> Self {
+        self.add_keys = true;
+        self
     }
 
     /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
@@ -162,6 +175,7 @@ impl<H, T> RetryMiddleware<H, T> {
             retry: self.retry.attempt_timeout(limit),
             circuit: self.circuit,
             budget: self.budget,
+            add_keys: self.add_keys,
         }
     }
 
@@ -196,10 +210,14 @@ where
 {
     async fn handle(
         &self,
-        req: Request,
+        mut req: Request,
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> ::reqwest_middleware::Result<Response> {
+        if self.add_keys {
+            let method = req.method().clone();
+            crate::http::add_idempotency_key(&method, req.headers_mut());
+        }
         if req.try_clone().is_none() {
             // A body that cannot be replayed is sent once.
             return next.run(req, extensions).await;

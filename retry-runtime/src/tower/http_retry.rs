@@ -202,6 +202,8 @@ pub struct HttpRetryLayer<H = NoHook, T = NoTimeout> {
     retry: Retry<'static, ByTrait, H, Unprotected, T>,
     circuit: Option<Chosen<CircuitBreaker>>,
     budget: Option<Chosen<RetryBudget>>,
+    /// Add an `Idempotency-Key` to `POST` and `PATCH` requests without one.
+    add_keys: bool,
 }
 
 impl HttpRetryLayer {
@@ -213,6 +215,7 @@ impl HttpRetryLayer {
             retry: Retry::new(&NO_POLICY),
             circuit: None,
             budget: None,
+            add_keys: false,
         }
     }
 }
@@ -232,7 +235,17 @@ impl<H, T> HttpRetryLayer<H, T> {
             retry: self.retry.on_failure(hook),
             circuit: self.circuit,
             budget: self.budget,
+            add_keys: self.add_keys,
         }
+    }
+
+    /// Give every `POST` and `PATCH` without an `Idempotency-Key` header a fresh key, the same
+    /// on each of its attempts. The server can then recognise a repeat, so such requests are
+    /// retried like idempotent ones (a timeout or a 502 included). Off by default: only turn it
+    /// on for servers that honour the header.
+    pub const fn idempotency_keys(mut self) -> Self {
+        self.add_keys = true;
+        self
     }
 
     /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
@@ -258,6 +271,7 @@ impl<H, T> HttpRetryLayer<H, T> {
             retry: self.retry.attempt_timeout(limit),
             circuit: self.circuit,
             budget: self.budget,
+            add_keys: self.add_keys,
         }
     }
 
@@ -334,7 +348,13 @@ where
             retry,
             circuit,
             budget,
+            add_keys,
         } = self.layer.clone();
+        let mut req = req;
+        if add_keys {
+            let method = req.method().clone();
+            crate::http::add_idempotency_key(&method, req.headers_mut());
+        }
         // The breaker and budget of this request (its authority's, with a `PerKey`).
         // Its authority is hashed once, and only for a `PerKey`.
         let mut key = None;

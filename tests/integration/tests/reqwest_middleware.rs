@@ -84,7 +84,7 @@ async fn with_an_idempotency_key_a_post_is_repeated_with_its_body_intact() {
     assert_eq!(seen.len(), 3);
     assert!(
         seen.iter()
-            .all(|(method, body)| method == "POST" && body == "payload"),
+            .all(|(method, body, _)| method == "POST" && body == "payload"),
         "{seen:?}"
     );
 }
@@ -164,4 +164,32 @@ async fn with_a_per_key_breaker_a_failing_host_opens_only_its_own() {
     assert!(again.unwrap_err().to_string().contains("circuit open"));
     assert_eq!(down_seen.lock().unwrap().len(), 2);
     assert_eq!(PER_HOST.len(), 2);
+}
+
+#[tokio::test]
+async fn with_idempotency_keys_a_post_carries_one_key_on_every_attempt() {
+    let (addr, seen) = serve(|n| match n {
+        1 => (StatusCode::BAD_GATEWAY, None),
+        _ => (StatusCode::OK, None),
+    })
+    .await;
+    let client = client(RetryMiddleware::new(policy()).idempotency_keys());
+    let url = format!("http://{addr}/pay");
+    let (response, _) =
+        testing::record_sleeps_async(client.post(&url).body("payload").send()).await;
+    assert_eq!(response.unwrap().status(), StatusCode::OK);
+    // A GET is left as it is.
+    let (response, _) = testing::record_sleeps_async(client.get(&url).send()).await;
+    assert_eq!(response.unwrap().status(), StatusCode::OK);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "the 502 was retried: the POST now has a key");
+    let key = seen[0].2.clone().expect("a key was added");
+    assert_eq!(key.len(), 32);
+    assert!(key.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(
+        seen[1].2.as_deref(),
+        Some(key.as_str()),
+        "the same key again"
+    );
+    assert_eq!(seen[2].2, None);
 }

@@ -1,7 +1,8 @@
 //! `tower::HttpRetryLayer` around hyper-util's client against real HTTP/1.1 servers on
 //! 127.0.0.1: a `PUT` body replayed whole after two 503s with `Retry-After`, a plain `POST`
-//! answered 502 sent once, a refused connection retried through the error's source chain. Every
-//! wait is virtual (`testing::record_sleeps_async`).
+//! answered 502 sent once (retried once `.idempotency_keys()` gives it a key), a body over the
+//! replay bound sent exactly once, a refused connection retried through the error's source chain.
+//! Every wait is virtual (`testing::record_sleeps_async`).
 #![cfg(feature = "tower")]
 #![deny(warnings, unused_qualifications)]
 
@@ -58,7 +59,8 @@ async fn a_put_body_is_replayed_whole_after_two_503s() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 3);
     assert!(
-        seen.iter().all(|(m, b)| m == "PUT" && b == "{\"qty\":2}"),
+        seen.iter()
+            .all(|(m, b, _)| m == "PUT" && b == "{\"qty\":2}"),
         "{seen:?}"
     );
 }
@@ -102,4 +104,53 @@ async fn a_refused_connection_is_retried_through_the_source_chain() {
     assert!(connect.is_connect());
     assert_eq!(slept.len(), 3);
     assert_eq!(*REFUSED.lock().unwrap(), [1, 2, 3, 4]);
+}
+
+#[tokio::test]
+async fn with_idempotency_keys_a_post_carries_one_key_and_is_retried() {
+    let (addr, seen) = serve(|n| match n {
+        1 => (StatusCode::BAD_GATEWAY, None),
+        _ => (StatusCode::OK, None),
+    })
+    .await;
+    let mut client = HttpRetryLayer::new(policy())
+        .idempotency_keys()
+        .layer(hyper_client());
+    let post = request("POST", format!("http://{addr}/pay"), "payload");
+    let (response, _) = testing::record_sleeps_async(client.call(post)).await;
+    assert_eq!(response.unwrap().status(), StatusCode::OK);
+    // A key the caller set is kept.
+    let mut own = request("PATCH", format!("http://{addr}/pay"), "payload");
+    own.headers_mut()
+        .insert("idempotency-key", "order-17".parse().unwrap());
+    let (response, _) = testing::record_sleeps_async(client.call(own)).await;
+    assert_eq!(response.unwrap().status(), StatusCode::OK);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3, "the 502 was retried: the POST now has a key");
+    let key = seen[0].2.clone().expect("a key was added");
+    assert_eq!(key.len(), 32);
+    assert_eq!(
+        seen[1].2.as_deref(),
+        Some(key.as_str()),
+        "the same key again"
+    );
+    assert_eq!(seen[2].2.as_deref(), Some("order-17"));
+}
+
+#[tokio::test]
+async fn a_body_over_the_bound_is_sent_exactly_once() {
+    let (addr, seen) = serve(|_| (StatusCode::SERVICE_UNAVAILABLE, None)).await;
+    let mut client = HttpRetryLayer::new(policy())
+        .body_limit(4)
+        .layer(hyper_client());
+    let put = request("PUT", format!("http://{addr}/blob"), "payload");
+    let (response, slept) = testing::record_sleeps_async(client.call(put)).await;
+    assert_eq!(response.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(slept.is_empty());
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].1, "payload",
+        "sent whole, not truncated to the bound"
+    );
 }

@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 
-/// What a server saw: each request's method and body.
-pub type Seen = Arc<Mutex<Vec<(String, String)>>>;
+/// What a server saw: each request's method, body and `Idempotency-Key` header.
+pub type Seen = Arc<Mutex<Vec<(String, String, Option<String>)>>>;
 
 /// A hyper server answering request `n` (1-based) with `respond(n)`: status and `Retry-After`.
 pub async fn serve(respond: fn(usize) -> (StatusCode, Option<&'static str>)) -> (SocketAddr, Seen) {
@@ -29,10 +29,14 @@ pub async fn serve(respond: fn(usize) -> (StatusCode, Option<&'static str>)) -> 
                 let log = log.clone();
                 async move {
                     let method = request.method().to_string();
+                    let key = request
+                        .headers()
+                        .get("idempotency-key")
+                        .map(|v| v.to_str().unwrap().to_owned());
                     let body = request.into_body().collect().await.unwrap().to_bytes();
                     let n = {
                         let mut log = log.lock().unwrap();
-                        log.push((method, String::from_utf8_lossy(&body).into_owned()));
+                        log.push((method, String::from_utf8_lossy(&body).into_owned(), key));
                         log.len()
                     };
                     let (status, wait) = respond(n);
