@@ -259,6 +259,16 @@ async fn errors_are_classified_through_their_source_chain() {
     assert!(client.call(post("x")).await.is_err());
     assert_eq!(server.bodies().len(), 1);
 
+    // hyper's error when a kept-alive connection closes under a request: maybe processed.
+    let closed = "connection closed before message completed";
+    let server = Server::answering(vec![Err(closed.into())]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let request = Request::delete("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    assert_eq!(client.call(request).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(server.bodies().len(), 2);
+
     // An error nothing in the chain explains is permanent.
     let server = Server::answering(vec![Err("tls handshake failed".into())]);
     let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
@@ -385,4 +395,63 @@ async fn a_per_key_breaker_opens_for_the_failing_host_only() {
     let answer = client.call(get("http://b.test/x")).await.unwrap();
     assert_eq!(answer.status(), StatusCode::OK);
     assert_eq!(server.bodies().len(), 3);
+}
+
+/// A server that never answers.
+#[derive(Clone, Default)]
+struct Silent(Arc<Mutex<u32>>);
+
+impl Service<Request<ReplayBody<String>>> for Silent {
+    type Response = Response<&'static str>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+        *self.0.lock().unwrap() += 1;
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_timeout_is_retried_for_idempotent_requests_only() {
+    let server = Silent::default();
+    let mut client = HttpRetryLayer::new(policy().attempts(3))
+        .attempt_timeout(Duration::from_secs(2))
+        .layer(server.clone());
+    let start = Instant::now();
+    let request = Request::get("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    let error = client.call(request).await.unwrap_err();
+    assert!(error.is::<retry_kit::TimedOut>(), "{error}");
+    assert_eq!(*server.0.lock().unwrap(), 3);
+    // Three 2 s timeouts and two delays of at most 100 ms (jittered), on the virtual clock.
+    let elapsed = start.elapsed();
+    assert!(elapsed >= Duration::from_secs(6), "{elapsed:?}");
+    assert!(elapsed <= Duration::from_millis(6200), "{elapsed:?}");
+
+    let server = Silent::default();
+    let mut client = HttpRetryLayer::new(policy().attempts(3))
+        .attempt_timeout(Duration::from_secs(2))
+        .layer(server.clone());
+    assert!(client.call(post("x")).await.is_err());
+    assert_eq!(
+        *server.0.lock().unwrap(),
+        1,
+        "a POST may have been processed"
+    );
+}
+
+#[test]
+fn the_service_is_clone_and_its_futures_are_send() {
+    fn clone_and_send<S: Clone + Send>(_: &S) {}
+    fn send<F: Future + Send>(_: &F) {}
+    let mut client = HttpRetryLayer::new(policy()).layer(Server::default());
+    clone_and_send(&client);
+    let future = client.call(post("x"));
+    send(&future);
 }

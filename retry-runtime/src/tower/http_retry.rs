@@ -89,13 +89,14 @@ impl<RB> Classify for HttpFailure<RB> {
 }
 
 /// The class of an error found through its source chain: the crate's own `CircuitOpen` and
-/// `TimedOut`, an `io::Error` (by its kind), or a timeout — tokio's `Elapsed`, or any error whose
-/// message says it "timed out" (tower's and most clients' timeout errors, which this crate cannot
-/// name) — idempotent-only, as a timed-out request may have been processed. Anything else is
-/// permanent: an unknown failure is not retried into a struggling server.
+/// `TimedOut`, an `io::Error` (by its kind), or an outcome the server may have acted on —
+/// tokio's `Elapsed`, an error whose message says it "timed out" (tower's and most clients'
+/// timeout errors, which this crate cannot name), hyper's "connection closed before message
+/// completed" — idempotent-only. Anything else is permanent: an unknown failure is not retried
+/// into a struggling server.
 fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration>) {
     let mut current = Some(error);
-    let mut timed_out = false;
+    let mut maybe_processed = false;
     while let Some(e) = current {
         if let Some(open) = e.downcast_ref::<CircuitOpen>() {
             return (open.class(), Classify::retry_after(open));
@@ -106,11 +107,14 @@ fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             return (io.class(), io.retry_after());
         }
-        timed_out |= e.is::<tokio::time::error::Elapsed>()
-            || e.to_string().to_ascii_lowercase().contains("timed out");
+        let message = e.to_string().to_ascii_lowercase();
+        maybe_processed |= e.is::<tokio::time::error::Elapsed>()
+            || message.contains("timed out")
+            // hyper: the connection closed after the request was written, before the answer.
+            || message.contains("connection closed before message completed");
         current = e.source();
     }
-    if timed_out {
+    if maybe_processed {
         (ErrorClass::IdempotentOnly, None)
     } else {
         (ErrorClass::Permanent, None)
