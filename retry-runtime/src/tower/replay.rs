@@ -47,7 +47,9 @@ struct Shared<B> {
 /// # }
 /// ```
 pub struct ReplayBody<B> {
-    shared: Arc<Mutex<Shared<B>>>,
+    /// `None` for a body that had ended before it was sent (a `GET`'s): nothing to buffer or
+    /// share, so no allocation.
+    shared: Option<Arc<Mutex<Shared<B>>>>,
     /// The next chunk of the buffer this copy sends.
     position: usize,
     /// This copy has read from the source past the buffer (it is the one streaming).
@@ -57,9 +59,20 @@ pub struct ReplayBody<B> {
 
 impl<B> ReplayBody<B> {
     /// The first copy of `body`, buffering at most `limit` bytes for later copies.
-    pub fn new(body: B, limit: usize) -> Self {
+    pub fn new(body: B, limit: usize) -> Self
+    where
+        B: Body,
+    {
+        if body.is_end_stream() {
+            return ReplayBody {
+                shared: None,
+                position: 0,
+                streaming: false,
+                trailers_sent: false,
+            };
+        }
         ReplayBody {
-            shared: Arc::new(Mutex::new(Shared {
+            shared: Some(Arc::new(Mutex::new(Shared {
                 source: Some(body),
                 chunks: Vec::new(),
                 buffered: 0,
@@ -67,7 +80,7 @@ impl<B> ReplayBody<B> {
                 complete: false,
                 trailers: None,
                 overflowed: false,
-            })),
+            }))),
             position: 0,
             streaming: false,
             trailers_sent: false,
@@ -76,11 +89,11 @@ impl<B> ReplayBody<B> {
 
     /// Another copy for the next attempt, or `None` when the body went past the bound.
     pub fn replay(&self) -> Option<Self> {
-        if self.lock().overflowed {
+        if !self.is_replayable() {
             return None;
         }
         Some(ReplayBody {
-            shared: Arc::clone(&self.shared),
+            shared: self.shared.clone(),
             position: 0,
             streaming: false,
             trailers_sent: false,
@@ -89,15 +102,19 @@ impl<B> ReplayBody<B> {
 
     /// Whether another copy can be made.
     pub fn is_replayable(&self) -> bool {
-        !self.lock().overflowed
+        self.lock().is_none_or(|state| !state.overflowed)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Shared<B>> {
+    /// The shared state, `None` for an empty body.
+    fn lock(&self) -> Option<MutexGuard<'_, Shared<B>>> {
         // A panic while the lock is held can only come from the source body's `poll_frame`;
         // the buffer is consistent between frames, so a poisoned lock is still usable.
-        self.shared
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        let shared = self.shared.as_ref()?;
+        Some(
+            shared
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
     }
 }
 
@@ -113,7 +130,9 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         let this = self.get_mut();
-        let shared = Arc::clone(&this.shared);
+        let Some(shared) = this.shared.clone() else {
+            return Poll::Ready(None);
+        };
         let mut state = shared.lock().unwrap_or_else(|p| p.into_inner());
         if !this.streaming && this.position < state.chunks.len() {
             let chunk = state.chunks[this.position].clone();
@@ -168,8 +187,14 @@ where
         }
     }
 
+    fn is_end_stream(&self) -> bool {
+        self.shared.is_none()
+    }
+
     fn size_hint(&self) -> SizeHint {
-        let state = self.lock();
+        let Some(state) = self.lock() else {
+            return SizeHint::with_exact(0);
+        };
         match (&state.source, state.complete) {
             (_, true) => SizeHint::with_exact(state.buffered as u64),
             (Some(source), false) if self.position == 0 && state.chunks.is_empty() => {
