@@ -306,6 +306,26 @@ pub(crate) fn add_idempotency_key(method: &::http::Method, headers: &mut HeaderM
     }
 }
 
+/// The policy one request is retried under by the HTTP front ends: with `add_keys`, a `POST` or
+/// `PATCH` first gets an `Idempotency-Key`; then a request that [`may_repeat`] is retried as
+/// idempotent.
+#[cfg(any(feature = "reqwest-middleware", feature = "tower"))]
+pub(crate) fn request_policy(
+    policy: crate::RetryPolicy,
+    add_keys: bool,
+    method: &::http::Method,
+    headers: &mut HeaderMap,
+) -> crate::RetryPolicy {
+    if add_keys {
+        add_idempotency_key(method, headers);
+    }
+    if may_repeat(method, headers) {
+        policy.idempotent(true)
+    } else {
+        policy
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! [`HttpRetryLayer`](crate::tower::HttpRetryLayer) accept.
 
 use crate::per_key::{AsPerKey, PerKey, Template, key_hash};
+use crate::{CircuitBreaker, RetryBudget};
 use std::fmt;
 use std::sync::Arc;
 
@@ -84,6 +85,21 @@ impl<T> Chosen<T> {
             Choice::ByAuthority(per_key) => Held::Keyed(per_key.value_for(authority())),
         }
     }
+}
+
+/// The breaker and budget one request uses, held for its call. `authority` (the request's key)
+/// is computed at most once, and only when one of them is a `PerKey`.
+pub(crate) fn held(
+    circuit: Option<Chosen<CircuitBreaker>>,
+    budget: Option<Chosen<RetryBudget>>,
+    authority: impl Fn() -> u64,
+) -> (Option<Held<CircuitBreaker>>, Option<Held<RetryBudget>>) {
+    let mut key = None;
+    let mut authority = || *key.get_or_insert_with(&authority);
+    (
+        circuit.map(|c| c.for_authority(&mut authority)),
+        budget.map(|b| b.for_authority(&mut authority)),
+    )
 }
 
 /// The `PerKey` key of an authority: its host and port (the scheme's default port when the

@@ -22,7 +22,7 @@ use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 pub use crate::per_request::{Chosen, ForEachRequest};
-use crate::per_request::{Held, authority_key};
+use crate::per_request::{Held, authority_key, held};
 use crate::policy::RetryPolicy;
 use crate::run::Retry;
 use crate::run::hook::{Hook, NoHook};
@@ -214,26 +214,15 @@ where
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> ::reqwest_middleware::Result<Response> {
-        if self.add_keys {
-            let method = req.method().clone();
-            crate::http::add_idempotency_key(&method, req.headers_mut());
-        }
-        if req.try_clone().is_none() {
-            // A body that cannot be replayed is sent once.
+        if req.body().is_some_and(|body| body.as_bytes().is_none()) {
+            // A streamed body cannot be replayed (`try_clone()` refuses it): sent once.
             return next.run(req, extensions).await;
         }
-        let policy = if is_idempotent(&req) {
-            self.policy.idempotent(true)
-        } else {
-            self.policy
-        };
-        // The breaker and budget of this request (its authority's, with a `PerKey`), held for
-        // the call.
-        // Its authority is hashed once, and only for a `PerKey`.
-        let mut key = None;
-        let mut authority = || *key.get_or_insert_with(|| authority_of(&req));
-        let circuit = self.circuit.map(|c| c.for_authority(&mut authority));
-        let budget = self.budget.map(|b| b.for_authority(&mut authority));
+        let method = req.method().clone();
+        let policy =
+            crate::http::request_policy(self.policy, self.add_keys, &method, req.headers_mut());
+        // The breaker and budget of this request (its authority's, with a `PerKey`).
+        let (circuit, budget) = held(self.circuit, self.budget, || authority_of(&req));
         let protection = Shared::chosen(
             circuit.as_ref().map(Held::get),
             budget.as_ref().map(Held::get),

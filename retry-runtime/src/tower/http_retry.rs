@@ -5,7 +5,7 @@ use super::replay::ReplayBody;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_request::{Chosen, ForEachRequest, Held, authority_key};
+use crate::per_request::{Chosen, ForEachRequest, Held, authority_key, held};
 use crate::policy::RetryPolicy;
 use crate::run::Retry;
 use crate::run::classifier::ByTrait;
@@ -354,23 +354,11 @@ where
             budget,
             add_keys,
         } = self.layer.clone();
-        let mut req = req;
-        if add_keys {
-            let method = req.method().clone();
-            crate::http::add_idempotency_key(&method, req.headers_mut());
-        }
+        let (mut parts, body) = req.into_parts();
+        let method = parts.method.clone();
+        let policy = crate::http::request_policy(policy, add_keys, &method, &mut parts.headers);
         // The breaker and budget of this request (its authority's, with a `PerKey`).
-        // Its authority is hashed once, and only for a `PerKey`.
-        let mut key = None;
-        let mut authority = || *key.get_or_insert_with(|| authority_of(req.uri()));
-        let circuit = circuit.map(|c| c.for_authority(&mut authority));
-        let budget = budget.map(|b| b.for_authority(&mut authority));
-        let policy = if is_idempotent(&req) {
-            policy.idempotent(true)
-        } else {
-            policy
-        };
-        let (parts, body) = req.into_parts();
+        let (circuit, budget) = held(circuit, budget, || authority_of(&parts.uri));
         let body = ReplayBody::new(body, body_limit);
         Box::pin(async move {
             let protection = Shared::chosen(
@@ -433,21 +421,18 @@ where
             return Err(HttpFailure::error_of(e.into()));
         }
     }
-    let result = inner.call(request).await;
-    let repeatable = body.is_replayable();
-    match result {
+    // Whether the body can go again is asked only of a failure: a success takes no lock.
+    let outcome = match inner.call(request).await {
         Ok(response) if crate::http::status_class(response.status()).is_failure() => {
-            Err(HttpFailure {
-                outcome: Ok(Box::new(response)),
-                repeatable,
-            })
+            Ok(Box::new(response))
         }
-        Ok(response) => Ok(response),
-        Err(e) => Err(HttpFailure {
-            outcome: Err(e.into()),
-            repeatable,
-        }),
-    }
+        Ok(response) => return Ok(response),
+        Err(e) => Err(e.into()),
+    };
+    Err(HttpFailure {
+        outcome,
+        repeatable: body.is_replayable(),
+    })
 }
 
 /// A request body longer than the replay bound, which the layer will not send twice.
