@@ -52,5 +52,5 @@ pub mod __private {
         breaker_of, budget_of, circuit_open, class_of, policy_of, reject_if, resolve_already_done,
         timed, timed_out,
     };
-    pub use retry_runtime::{retry_async, retry_sync};
+    pub use retry_runtime::{retry_async, retry_hedged, retry_sync};
 }

@@ -75,6 +75,19 @@ impl CallCtx {
         self.attempt.set(self.attempt.get().saturating_add(1));
     }
 
+    /// The context of one hedged attempt of this call (see [`crate::run::hedge`]): its own
+    /// number (the call's attempt count now), this call's key and deadline. Several run at
+    /// once, so the key is drawn now if no attempt has asked for it yet: each attempt must see
+    /// the same one.
+    pub(crate) fn for_hedge(&self) -> CallCtx {
+        let key = self.key().0;
+        CallCtx {
+            attempt: Cell::new(self.attempt()),
+            key: Cell::new([key as u64, (key >> 64) as u64]),
+            deadline: self.deadline,
+        }
+    }
+
     fn key(&self) -> IdempotencyKey {
         let [lo, hi] = self.key.get();
         if lo != 0 || hi != 0 {

@@ -6,6 +6,7 @@
 //! | `retry_kit_attempts_total` | counter | `fn`, `outcome` (`success`, `retry`, `stop`), `class` (`none` for a success) | every attempt, by what came of it |
 //! | `retry_kit_retry_delay_seconds` | histogram | `fn` | the wait before each retry |
 //! | `retry_kit_stops_total` | counter | `fn`, `reason` | every call that gave up, by [`StopReason`], including calls an open breaker refused before any attempt (`circuit_open`) |
+//! | `retry_kit_hedges_total` | counter | `fn` | every attempt a hedged call started beside a slow one (counted in `retry_kit_attempts_total` too when it ends) |
 //! | `retry_kit_circuit_state` | gauge | `breaker` | 0 closed, 1 half-open, 2 open, set on every change of a named or unnamed (`"unnamed"`) breaker |
 //!
 //! `fn` is the function's path for `#[retryable]` (as in `tracing` events) and the name given
@@ -25,6 +26,12 @@ pub(crate) fn failed_attempt(function: &'static str, class: ErrorClass, next: Ne
                 .increment(1);
             ::metrics::histogram!("retry_kit_retry_delay_seconds", "fn" => function)
                 .record(delay.as_secs_f64());
+        }
+        // A hedged attempt that failed while others still run: the call goes on without a
+        // wait of its own.
+        Next::Wait { .. } => {
+            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class.as_str())
+                .increment(1);
         }
         Next::Stop(reason) => {
             ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "stop", "class" => class.as_str())
@@ -50,6 +57,12 @@ pub(crate) fn refused(function: &'static str) {
 pub(crate) fn succeeded(function: &'static str) {
     ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "success", "class" => "none")
         .increment(1);
+}
+
+/// A hedged call started an attempt beside a slow one.
+#[cold]
+pub(crate) fn hedged(function: &'static str) {
+    ::metrics::counter!("retry_kit_hedges_total", "fn" => function).increment(1);
 }
 
 /// A breaker changed state.

@@ -14,6 +14,7 @@
 //! | `class` | `transient`, `permanent` or `idempotent_only` |
 //! | `delay_ms` | when retrying: the wait before the next attempt |
 //! | `reason` | when giving up: the [`StopReason`](crate::StopReason), such as `attempts_exhausted` |
+//! | `running` | hedged calls: the attempts still running (a failure that waits for them, at `DEBUG`; a hedge that starts, at `DEBUG` with the message "attempt slow; hedging") |
 //! | `elapsed_ms` | time since the call started |
 //! | `error` | the error's `Display`, when its type has one |
 //!
@@ -163,6 +164,21 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
     }
 
     #[inline]
+    fn on_hedge(&mut self, attempt: u32, running: u32) {
+        if H::ACTIVE {
+            self.hook.on_hedge(attempt, running);
+        }
+        #[cfg(feature = "metrics")]
+        crate::meter::hedged(self.name);
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            target: "retry_kit",
+            { "fn" = self.name, "attempt" = attempt, "running" = running },
+            "attempt slow; hedging"
+        );
+    }
+
+    #[inline]
     fn display_fn(&self) -> Option<FmtFn<E>> {
         self.hook.display_fn()
     }
@@ -249,6 +265,18 @@ fn failed_attempt<E>(
                 "error" = error,
             },
             "attempt failed; retrying"
+        ),
+        Next::Wait { running } => tracing::debug!(
+            target: "retry_kit",
+            {
+                "fn" = function,
+                "attempt" = failure.attempt,
+                "class" = class,
+                "running" = running,
+                "elapsed_ms" = elapsed_ms,
+                "error" = error,
+            },
+            "attempt failed; waiting for the hedged attempts still running"
         ),
         Next::Stop(reason) => tracing::warn!(
             target: "retry_kit",

@@ -154,7 +154,21 @@ fn expand(
         } else {
             quote!({ #prelude #block })
         };
-        let run = if is_async {
+        let run = if let (true, Some(delay)) = (is_async, args.duration("hedge")) {
+            hedged(HedgeParts {
+                krate: &krate,
+                call: &call,
+                after: Ident::new("after_hedged", ret_span),
+                classifier: &classifier,
+                hook: &hook,
+                ret: &ret,
+                attempt: quote!(#async_block #block),
+                sleep: &sleep,
+                timeout: protection.timeout.as_ref(),
+                retry_if: args.path("retry_if"),
+                delay: duration(delay),
+            })
+        } else if is_async {
             let attempt = match &protection.timeout {
                 Some((limit, timed_out)) => {
                     let result = Ident::new("__rk_timed", Span::mixed_site());
@@ -225,6 +239,64 @@ fn expand(
             #body
         }
     }
+}
+
+/// What the hedged loop is made of.
+struct HedgeParts<'a> {
+    krate: &'a Path,
+    call: &'a Ident,
+    /// `after_hedged`, spanned at the return type.
+    after: Ident,
+    classifier: &'a Ident,
+    hook: &'a Ident,
+    ret: &'a Type,
+    /// The async block of one attempt.
+    attempt: TokenStream,
+    sleep: &'a TokenStream,
+    timeout: Option<&'a (TokenStream, Ident)>,
+    retry_if: Option<&'a Path>,
+    delay: TokenStream,
+}
+
+/// The hedged loop (`hedge = ...`): the attempt future is made afresh for every attempt that
+/// starts, and `settle` turns what it produces into the outcome the engine judges (a timeout
+/// converted, an `Ok` passed through `retry_if`).
+fn hedged(parts: HedgeParts<'_>) -> TokenStream {
+    let HedgeParts {
+        krate,
+        call,
+        after,
+        classifier,
+        hook,
+        ret,
+        attempt,
+        sleep,
+        timeout,
+        retry_if,
+        delay,
+    } = parts;
+    let out = Ident::new("__rk_out", Span::mixed_site());
+    let (attempt, settle) = match timeout {
+        Some((limit, timed_out)) => (
+            quote!(#krate::__private::timed::<#ret, _, _>(#attempt, #sleep(#limit), #limit)),
+            quote!(|#out: ::core::result::Result<#ret, #krate::TimedOut>| match #out {
+                ::core::result::Result::Ok(#out) => (#out, false),
+                ::core::result::Result::Err(t) => (::core::result::Result::Err(#timed_out(t)), true),
+            }),
+        ),
+        None => (attempt, quote!(|#out: #ret| (#out, false))),
+    };
+    let settle = match retry_if {
+        Some(flag) => quote!(|#out| {
+            let (#out, timed_out) = (#settle)(#out);
+            (#krate::__private::reject_if(#out, #flag), timed_out)
+        }),
+        None => settle,
+    };
+    quote!(#krate::__private::retry_hedged!(
+        #call.#after(&#classifier, &mut #hook) <- #attempt,
+        settle: #settle, sleep: #sleep, hedge: #delay
+    ))
 }
 
 /// `tokens` with every span set to `span`, so that an error about them is reported there.

@@ -320,6 +320,19 @@ pub(crate) const KEYS: &[Key] = &[
         ],
     },
     Key {
+        name: "hedge",
+        takes: Takes::Duration,
+        example: "hedge = \"50ms\"",
+        on_policy: false,
+        excludes: &[],
+        instead: "",
+        doc: [
+            "duration string",
+            "none",
+            "async and `idempotent` only: if an attempt has not answered after this long, start the next beside it (up to `attempts` in all); the first success wins, the others are dropped; a retryable failure starts the next at once",
+        ],
+    },
+    Key {
         name: "key",
         takes: Takes::Expr,
         example: "key = host",

@@ -46,6 +46,10 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("retry_on", "classify"),
     ("classifier", "classify"),
     ("when", "classify"),
+    ("hedging", "hedge"),
+    ("hedge_after", "hedge"),
+    ("hedge_delay", "hedge"),
+    ("speculative", "hedge"),
 ];
 
 /// The message for an unknown key, with a suggestion when there is one.

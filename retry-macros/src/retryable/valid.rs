@@ -82,6 +82,9 @@ pub(crate) fn validate(
             );
         }
     }
+    if let Some(s) = args.get("hedge") {
+        hedge(args, sig, is_async, &s.key, errors);
+    }
     if declared.is_some() {
         return declared;
     }
@@ -98,4 +101,45 @@ pub(crate) fn validate(
             None
         }
     }
+}
+
+/// `hedge` runs attempts side by side: an `async fn`, declared `idempotent`, whose attempts can
+/// share every argument.
+fn hedge(args: &Args, sig: &syn::Signature, is_async: bool, key: &syn::Ident, errors: &mut Errors) {
+    if !is_async {
+        errors.at(
+            key,
+            "`hedge` needs an `async fn`: hedged attempts run side by side, which a sync function cannot do on one thread",
+        );
+    }
+    if !matches!(
+        args.get("idempotent").map(|s| &s.value),
+        Some(Value::Flag(true))
+    ) {
+        errors.at(
+            key,
+            "`hedge` runs the operation more than once at the same time, which is only safe for an idempotent one: declare it with `idempotent`",
+        );
+    }
+    for arg in &sig.inputs {
+        let exclusive = match arg {
+            syn::FnArg::Receiver(r) => match &r.kind {
+                syn::ReceiverKind::Reference(_, _, mutability) => mutability.is_some(),
+                syn::ReceiverKind::Typed(_, ty) => exclusive_reference(ty),
+                _ => false,
+            },
+            syn::FnArg::Typed(t) => exclusive_reference(&t.ty),
+        };
+        if exclusive {
+            errors.at(
+                arg,
+                "a hedged function's attempts run at the same time, and a `&mut` argument can be lent to only one of them; take `&` (with a `Mutex` or atomics for what the attempts change), or drop `hedge`",
+            );
+        }
+    }
+}
+
+/// Whether `ty` is a `&mut` reference.
+fn exclusive_reference(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(r) if r.mutability.is_some())
 }

@@ -8,6 +8,7 @@
 //! asks for time.
 
 use super::classifier::Classifier;
+use super::hedge::{Ended, Then};
 use super::hook::Hook;
 use super::outcome::Outcome;
 use super::protection::{PanicGuard, PanicSink, Protected, Protection, Unprotected};
@@ -303,28 +304,39 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         }
         match next {
             Next::Retry(delay) => Some(delay),
-            Next::Stop(_) => None,
+            Next::Stop(_) | Next::Wait { .. } => None,
         }
     }
 
     /// A stop decided by the class and the attempt count alone.
     #[inline]
     fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
+        self.class_stop(class).or_else(|| self.exhausted())
+    }
+
+    /// A stop decided by the class alone: the error says another attempt is pointless.
+    #[inline]
+    fn class_stop(&self, class: ErrorClass) -> Option<StopReason> {
         match class {
-            ErrorClass::Permanent => return Some(StopReason::Permanent),
-            ErrorClass::AlreadyDone => return Some(StopReason::AlreadyDone),
+            ErrorClass::Permanent => Some(StopReason::Permanent),
+            ErrorClass::AlreadyDone => Some(StopReason::AlreadyDone),
             ErrorClass::IdempotentOnly if !self.policy().idempotent => {
-                return Some(StopReason::NotIdempotent);
+                Some(StopReason::NotIdempotent)
             }
-            _ => {}
+            _ => None,
         }
-        if self.attempt() >= self.max_attempts {
-            if self.single && self.policy().attempts > 1 {
-                return Some(StopReason::DeferredToOuter);
-            }
-            return Some(StopReason::AttemptsExhausted);
+    }
+
+    /// Every allowed attempt has started.
+    #[inline]
+    fn exhausted(&self) -> Option<StopReason> {
+        if self.attempt() < self.max_attempts {
+            return None;
         }
-        None
+        if self.single && self.policy().attempts > 1 {
+            return Some(StopReason::DeferredToOuter);
+        }
+        Some(StopReason::AttemptsExhausted)
     }
 
     /// The wait before the next attempt, or why there is none.
@@ -355,8 +367,16 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             };
             policy.jittered_delay(self.attempt(), self.previous, draw)
         };
+        self.bounded(jittered, retry_after)
+    }
+
+    /// The wait before the next attempt given the jittered delay and the error's retry-after:
+    /// the longer of the two, or a stop if the hint exceeds `max_delay` or the wait would end
+    /// after the deadline.
+    #[inline(always)]
+    fn bounded(&mut self, jittered: Duration, retry_after: Option<Duration>) -> Next {
         let wait = match retry_after {
-            Some(hint) if hint > policy.max_delay => {
+            Some(hint) if hint > self.policy().max_delay => {
                 return Next::Stop(StopReason::RetryAfterTooLong);
             }
             Some(hint) => jittered.max(hint),
@@ -371,6 +391,103 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         }
         self.previous = jittered;
         Next::Retry(wait)
+    }
+
+    /// Hedged calls: whether another attempt may still start.
+    #[inline]
+    pub(super) fn may_start_more(&self) -> bool {
+        self.attempt() < self.max_attempts
+    }
+
+    /// Hedged calls: count a new attempt (already admitted), and give it its own context and
+    /// its share of the protection (the breaker permit its admission took).
+    pub(super) fn begin_hedge(&mut self) -> (u32, CallCtx, S::Hold) {
+        self.ctx.begin_attempt();
+        self.protection.begin_attempt();
+        let hold = self.protection.take_hold();
+        (self.ctx.attempt(), self.ctx.for_hedge(), hold)
+    }
+
+    /// Hedged calls: admit one more attempt beside the running ones while another may start,
+    /// the deadline has not passed, and the budget and the breaker allow it as they would a
+    /// retry.
+    pub(super) fn admit_hedge(&mut self) -> bool {
+        if !self.may_start_more() {
+            return false;
+        }
+        if let Some(deadline) = self.ctx.deadline {
+            if clock::now() >= deadline {
+                return false;
+            }
+        }
+        matches!(
+            self.protection.admit_retry(Next::Retry(Duration::ZERO)),
+            Next::Retry(_)
+        )
+    }
+
+    /// Decide what follows an attempt of a hedged call (see [`hedge`](super::hedge)), calling
+    /// the hook once if it failed.
+    pub fn after_hedged<R, C, H>(
+        &mut self,
+        outcome: &R,
+        ended: Ended<S::Hold>,
+        classifier: &C,
+        hook: &mut H,
+    ) -> Then
+    where
+        R: Outcome,
+        C: Classifier<R::Error>,
+        H: Hook<R::Error>,
+    {
+        self.protection.put_hold(ended.hold);
+        let Some(error) = outcome.error() else {
+            self.protection.succeeded();
+            if H::ACTIVE {
+                hook.on_success(ended.number);
+            }
+            return Then::Return;
+        };
+        let class = if ended.timed_out {
+            ErrorClass::IdempotentOnly
+        } else {
+            classifier.class(error)
+        };
+        self.protection.failed(class);
+        let next = match self.class_stop(class) {
+            Some(reason) => Next::Stop(reason),
+            None => {
+                let next = match self.exhausted() {
+                    Some(reason) => Next::Stop(reason),
+                    // At once, or after the error's retry-after: the running attempts have
+                    // already waited longer than a backoff would.
+                    None => {
+                        let next = self.bounded(Duration::ZERO, classifier.retry_after(error));
+                        self.protection.admit_retry(next)
+                    }
+                };
+                match next {
+                    Next::Stop(_) if ended.running > 0 => Next::Wait {
+                        running: ended.running,
+                    },
+                    next => next,
+                }
+            }
+        };
+        if H::ACTIVE {
+            hook.on_failure(&Failure {
+                attempt: ended.number,
+                error,
+                class,
+                elapsed: self.elapsed(),
+                next,
+            });
+        }
+        match next {
+            Next::Retry(delay) => Then::Start(delay),
+            Next::Wait { .. } => Then::Wait,
+            Next::Stop(_) => Then::Return,
+        }
     }
 
     /// Time since the call started, or zero if no clock was read at the start.

@@ -19,6 +19,14 @@ pub trait Hook<E> {
     fn on_success(&mut self, attempt: u32) {
         let _ = attempt;
     }
+    /// Called when a hedged call starts attempt number `attempt` beside `running` attempts
+    /// that have not answered within the hedge delay (see [`hedge`](super::hedge); nothing by
+    /// default). A hedge is not a failure, so a user's `on_failure` function does not see it;
+    /// `tracing` events and `metrics` do.
+    #[inline]
+    fn on_hedge(&mut self, attempt: u32, running: u32) {
+        let _ = (attempt, running);
+    }
     /// How to show an error in a `tracing` event, if it can be shown. See
     /// [`observe`](crate::observe).
     #[inline]
@@ -64,6 +72,10 @@ impl<E, H: Hook<E>> Hook<E> for Described<H, E> {
     fn on_success(&mut self, attempt: u32) {
         self.0.on_success(attempt)
     }
+    #[inline]
+    fn on_hedge(&mut self, attempt: u32, running: u32) {
+        self.0.on_hedge(attempt, running)
+    }
 
     #[inline]
     fn display_fn(&self) -> Option<FmtFn<E>> {
@@ -98,6 +110,10 @@ impl<E: std::fmt::Display, H: Hook<E>> Hook<E> for Displayed<H> {
     #[inline]
     fn on_success(&mut self, attempt: u32) {
         self.0.on_success(attempt)
+    }
+    #[inline]
+    fn on_hedge(&mut self, attempt: u32, running: u32) {
+        self.0.on_hedge(attempt, running)
     }
 
     #[inline]

@@ -44,6 +44,14 @@ pub trait Protection<'p>: PanicSink + Sized {
     fn admit_retry(&mut self, next: Next) -> Next;
     /// Ask the breaker (if any) for the first attempt.
     fn admit(&mut self) -> Result<(), CircuitOpen>;
+    /// What belongs to one attempt rather than to the call: its breaker permit and when it
+    /// started. Hedged attempts run side by side, so each keeps its own (see
+    /// [`hedge`](super::hedge)); a sequential call keeps the one running attempt's here.
+    type Hold;
+    /// Take the attempt that just began (its permit and start time) out of the call.
+    fn take_hold(&mut self) -> Self::Hold;
+    /// Give a finished attempt's hold back, so that its outcome is recorded with it.
+    fn put_hold(&mut self, hold: Self::Hold);
 }
 
 /// No adaptive policy, breaker or budget. Zero-sized: as a call's state it costs nothing, and as
@@ -74,6 +82,11 @@ impl<'p> Protection<'p> for Unprotected {
     fn admit(&mut self) -> Result<(), CircuitOpen> {
         Ok(())
     }
+    type Hold = ();
+    #[inline(always)]
+    fn take_hold(&mut self) {}
+    #[inline(always)]
+    fn put_hold(&mut self, (): ()) {}
 }
 
 /// The adaptive policy, breaker, budget and breaker permit of one call, any of them possibly
@@ -184,6 +197,28 @@ impl<'p> Protection<'p> for Protected<'p> {
         }
         Ok(())
     }
+    type Hold = AttemptHold<'p>;
+    #[inline]
+    fn take_hold(&mut self) -> AttemptHold<'p> {
+        AttemptHold {
+            permit: self.permit.take(),
+            started: self.attempt_started.take(),
+        }
+    }
+    #[inline]
+    fn put_hold(&mut self, hold: AttemptHold<'p>) {
+        self.permit = hold.permit;
+        self.attempt_started = hold.started;
+    }
+}
+
+/// One attempt's share of [`Protected`] state: its breaker permit and, with an adaptive policy,
+/// when it started. Dropped with a cancelled hedged attempt, which releases the permit as
+/// neither success nor failure.
+#[derive(Debug)]
+pub struct AttemptHold<'p> {
+    permit: Option<CircuitPermit<'p>>,
+    started: Option<Instant>,
 }
 
 /// What a call's protection does with an attempt that panics. One rule: a panicking attempt is a

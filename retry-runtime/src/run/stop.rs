@@ -65,6 +65,13 @@ pub enum Next {
     Retry(Duration),
     /// Stop and return this attempt's error.
     Stop(StopReason),
+    /// Hedged calls only (see [`Retry::hedge`](crate::Retry::hedge)): start no attempt now,
+    /// and wait for the `running` attempts still in flight. The first of them to succeed is the
+    /// call's result; if all fail, the last one's record says why the call stops.
+    Wait {
+        /// How many attempts are still running.
+        running: u32,
+    },
 }
 
 /// The record of one failed attempt, as an operator needs it: which attempt, what failed, its

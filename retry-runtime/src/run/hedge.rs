@@ -1,0 +1,306 @@
+//! Hedged attempts: when an attempt is slow, start another beside it; the first success wins.
+//!
+//! A hedged call runs over the same engine ([`Call`]) as every other: the engine counts the
+//! attempts, classifies each failure, asks the breaker and the budget before every attempt
+//! after the first, and builds the [`Failure`](super::Failure) records. What differs is the
+//! loop, [`retry_hedged!`](crate::retry_hedged), and the set of attempts in flight it keeps,
+//! [`Hedging`]:
+//!
+//! - the first attempt starts at once; while fewer than `attempts` have started, each start arms
+//!   a timer of the hedge delay, and when it fires before any answer, the next attempt starts
+//!   beside the running ones (if the deadline has not passed and the budget and breaker admit
+//!   it, as they would a retry: gRPC throttles hedges with the same tokens);
+//! - the first success is the call's result, and the attempts still running are dropped
+//!   (cancelled): their breaker permits are released as neither success nor failure;
+//! - a retryable failure starts the next attempt at once (after its retry-after, if it gave
+//!   one), not after a backoff: the running attempts have already waited;
+//! - a failure that stops the call (permanent, "already done") ends it at once, as in gRPC,
+//!   where a fatal status commits the call; a stop for any other reason (attempts used up, the
+//!   budget, the breaker, the deadline) only means no new attempt: the call waits for the
+//!   attempts still running ([`Next::Wait`](super::Next::Wait)).
+//!
+//! Every attempt sees its own number through [`current_attempt`](crate::current_attempt) and
+//! the call's one idempotency key (drawn when the call starts, since several attempts may ask
+//! at once). Each attempt future is boxed: attempts run side by side and are dropped out of
+//! order, which a fixed slot in the caller's future cannot express. A hedged call allocates
+//! one box per attempt it starts; a call that is not hedged allocates nothing.
+
+use super::call::Call;
+use super::protection::Protection;
+use crate::context::CallCtx;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// What a hedged loop does after an attempt finished: what
+/// [`Call::after_hedged`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Then {
+    /// Return this attempt's outcome (a success, or a failure that stops the call).
+    Return,
+    /// Start the next attempt after this wait (zero: at once).
+    Start(Duration),
+    /// Start nothing; wait for the attempts still running.
+    Wait,
+}
+
+/// The attempts in flight of one hedged call, and the timer that starts the next one.
+pub struct Hedging<F, H> {
+    after: Duration,
+    running: Vec<Slot<F, H>>,
+    /// What the timer is for: a hedge (ask the budget and breaker when it fires), or an
+    /// attempt already admitted, waiting out a retry-after (with its breaker permit).
+    timer: Timer<H>,
+}
+
+enum Timer<H> {
+    Off,
+    Hedge,
+    Admitted(H),
+}
+
+struct Slot<F, H> {
+    number: u32,
+    ctx: CallCtx,
+    hold: H,
+    attempt: Pin<Box<F>>,
+}
+
+/// An attempt of a hedged call that finished, as the engine needs it to decide what follows
+/// ([`Call::after_hedged`]).
+#[derive(Debug)]
+pub struct Ended<H> {
+    /// The attempt's number.
+    pub number: u32,
+    /// Its share of the call's protection (its breaker permit), to record the outcome with.
+    pub hold: H,
+    /// Whether `attempt_timeout` cut it off (its class is then idempotent-only).
+    pub timed_out: bool,
+    /// How many attempts are still running.
+    pub running: u32,
+}
+
+/// What [`Hedging::next`] waits for: an attempt that finished, or the timer.
+#[derive(Debug)]
+pub enum Event<O, H> {
+    /// Attempt `number` finished with `out`; `hold` is its share of the call's protection.
+    Finished {
+        /// The attempt's number.
+        number: u32,
+        /// Its outcome.
+        out: O,
+        /// Its breaker permit and start time, for recording the outcome.
+        hold: H,
+    },
+    /// The timer fired.
+    Timer,
+}
+
+impl<F: Future, H> Hedging<F, H> {
+    /// No attempt yet; a slow attempt is hedged after `after`.
+    pub fn new(after: Duration) -> Self {
+        Hedging {
+            after,
+            running: Vec::new(),
+            timer: Timer::Off,
+        }
+    }
+
+    /// How many attempts are running.
+    pub fn running(&self) -> u32 {
+        u32::try_from(self.running.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Start `attempt` on `call` (already admitted), and say how long until the next hedge,
+    /// if another attempt may still start.
+    pub fn start<'p, S>(&mut self, call: &mut Call<'p, S>, attempt: F) -> Option<Duration>
+    where
+        S: Protection<'p, Hold = H>,
+    {
+        let (number, ctx, hold) = call.begin_hedge();
+        self.running.push(Slot {
+            number,
+            ctx,
+            hold,
+            attempt: Box::pin(attempt),
+        });
+        if call.may_start_more() {
+            self.timer = Timer::Hedge;
+            Some(self.after)
+        } else {
+            self.timer = Timer::Off;
+            None
+        }
+    }
+
+    /// The next attempt is admitted but waits out a retry-after: keep its admission (the
+    /// breaker permit) until the timer the caller arms fires.
+    pub fn admitted_after<'p, S>(&mut self, call: &mut Call<'p, S>)
+    where
+        S: Protection<'p, Hold = H>,
+    {
+        self.timer = Timer::Admitted(call.protection.take_hold());
+    }
+
+    /// The timer fired: whether to start the next attempt now. A hedge is admitted now (by
+    /// the deadline, the budget and the breaker) and reported to `hook`; an attempt that
+    /// waited out a retry-after was admitted before.
+    pub fn timer_fired<'p, S, E, K>(&mut self, call: &mut Call<'p, S>, hook: &mut K) -> bool
+    where
+        S: Protection<'p, Hold = H>,
+        K: super::Hook<E>,
+    {
+        match std::mem::replace(&mut self.timer, Timer::Off) {
+            Timer::Off => false,
+            Timer::Hedge => {
+                let admitted = call.admit_hedge();
+                if admitted {
+                    hook.on_hedge(call.attempt().saturating_add(1), self.running());
+                }
+                admitted
+            }
+            Timer::Admitted(hold) => {
+                call.protection.put_hold(hold);
+                true
+            }
+        }
+    }
+
+    /// Wait for the first attempt to finish or for `timer` (`None`: no timer).
+    pub fn next<'a, 'p, S, T>(
+        &'a mut self,
+        call: &'a mut Call<'p, S>,
+        mut timer: Pin<&'a mut Option<T>>,
+    ) -> impl Future<Output = Event<F::Output, H>> + 'a
+    where
+        S: Protection<'p, Hold = H>,
+        T: Future<Output = ()>,
+    {
+        std::future::poll_fn(move |cx| {
+            if let Some(done) = self.poll_attempts(call, cx) {
+                return Poll::Ready(done);
+            }
+            match timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
+                Some(Poll::Ready(())) => {
+                    timer.set(None);
+                    Poll::Ready(Event::Timer)
+                }
+                _ => Poll::Pending,
+            }
+        })
+    }
+
+    /// Poll every running attempt, in the order they started, each with its own context
+    /// installed and a panic recorded against its own hold.
+    fn poll_attempts<'p, S>(
+        &mut self,
+        call: &mut Call<'p, S>,
+        cx: &mut Context<'_>,
+    ) -> Option<Event<F::Output, H>>
+    where
+        S: Protection<'p, Hold = H>,
+    {
+        for i in 0..self.running.len() {
+            let slot = &mut self.running[i];
+            let _entered = slot.ctx.enter();
+            let guard = HoldGuard {
+                protection: &mut call.protection,
+                hold: &mut slot.hold,
+            };
+            let polled = slot.attempt.as_mut().poll(cx);
+            std::mem::forget(guard);
+            if let Poll::Ready(out) = polled {
+                drop(_entered);
+                let slot = self.running.remove(i);
+                return Some(Event::Finished {
+                    number: slot.number,
+                    out,
+                    hold: slot.hold,
+                });
+            }
+        }
+        None
+    }
+}
+
+impl<F, H> std::fmt::Debug for Hedging<F, H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let running: Vec<u32> = self.running.iter().map(|s| s.number).collect();
+        let timer = match self.timer {
+            Timer::Off => "off",
+            Timer::Hedge => "hedge",
+            Timer::Admitted(_) => "admitted",
+        };
+        f.debug_struct("Hedging")
+            .field("after", &self.after)
+            .field("running", &running)
+            .field("timer", &timer)
+            .finish()
+    }
+}
+
+/// Armed around one poll of a hedged attempt: if it unwinds, the attempt's own hold (its
+/// breaker permit) records the failure, with the budget and the adaptive window, as a
+/// sequential attempt's panic does.
+struct HoldGuard<'g, 'p, S: Protection<'p>> {
+    protection: &'g mut S,
+    hold: &'g mut S::Hold,
+}
+
+impl<'p, S: Protection<'p>> Drop for HoldGuard<'_, 'p, S> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let hold = std::mem::replace(self.hold, self.protection.take_hold());
+            self.protection.put_hold(hold);
+            self.protection.panicked();
+        }
+    }
+}
+
+/// The hedged retry loop: as [`retry_async!`](crate::retry_async), but a slow attempt gets
+/// company. `attempt` makes a new attempt future each time it is evaluated; `settle` turns its
+/// output into the outcome and whether it timed out; `hedge` is the delay after which a running
+/// attempt is hedged. See [`hedge`](crate::run::hedge).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! retry_hedged {
+    ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr,
+     settle: $settle:expr, sleep: $sleep:expr, hedge: $delay:expr) => {{
+        let mut hedging = $crate::run::hedge::Hedging::new($delay);
+        let mut timer = ::core::pin::pin!(::core::option::Option::None);
+        let mut start = true;
+        loop {
+            if ::core::mem::take(&mut start) {
+                let due = hedging.start(&mut $call, $attempt);
+                timer.set(due.map(&$sleep));
+            }
+            match hedging.next(&mut $call, timer.as_mut()).await {
+                $crate::run::hedge::Event::Finished { number, out, hold } => {
+                    let (out, timed_out) = ($settle)(out);
+                    let ended = $crate::run::hedge::Ended {
+                        number,
+                        hold,
+                        timed_out,
+                        running: hedging.running(),
+                    };
+                    match $call.$after(&out, ended, $classifier, $hook) {
+                        $crate::run::hedge::Then::Return => break out,
+                        $crate::run::hedge::Then::Start(delay) => {
+                            if delay.is_zero() || $crate::clock::virtual_sleep(delay) {
+                                start = true;
+                            } else {
+                                hedging.admitted_after(&mut $call);
+                                timer.set(::core::option::Option::Some(($sleep)(delay)));
+                            }
+                        }
+                        $crate::run::hedge::Then::Wait => {}
+                    }
+                }
+                $crate::run::hedge::Event::Timer => {
+                    start = hedging.timer_fired(&mut $call, $hook);
+                }
+            }
+        }
+    }};
+}

@@ -1,0 +1,399 @@
+//! `hedge`: a slow attempt gets company, the first success wins, the others are dropped; every
+//! rule of `retry_kit::run::hedge`, on tokio's paused clock.
+#![deny(warnings, unused_qualifications)]
+
+use retry_kit::{
+    CircuitBreaker, CircuitOpen, CircuitState, Classify, Failure, Next, Retry, RetryBudget,
+    RetryPolicy, StopReason, TimedOut, current_attempt, retryable,
+};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::{Instant, sleep};
+
+#[derive(Debug, PartialEq, Classify)]
+enum ReadError {
+    #[classify(transient)]
+    Unavailable,
+    #[classify(transient)]
+    Busy {
+        #[classify(retry_after)]
+        wait: Duration,
+    },
+    #[classify(permanent)]
+    NotFound,
+    #[classify(delegate)]
+    Timeout(TimedOut),
+    #[classify(delegate)]
+    Open(CircuitOpen),
+}
+
+impl From<TimedOut> for ReadError {
+    fn from(t: TimedOut) -> Self {
+        ReadError::Timeout(t)
+    }
+}
+
+impl From<CircuitOpen> for ReadError {
+    fn from(open: CircuitOpen) -> Self {
+        ReadError::Open(open)
+    }
+}
+
+const MS: Duration = Duration::from_millis(1);
+
+/// A replica whose answer to each attempt (by number) is scripted: how long it takes and what it
+/// says. It logs when each attempt starts, and which attempts were dropped before answering.
+struct Replica {
+    script: Vec<(u64, Result<u32, ReadError>)>,
+    started: Mutex<Vec<(u32, Duration)>>,
+    dropped: Mutex<Vec<u32>>,
+    keys: Mutex<Vec<String>>,
+    origin: Instant,
+}
+
+impl Replica {
+    fn new(script: Vec<(u64, Result<u32, ReadError>)>) -> Self {
+        Replica {
+            script,
+            started: Mutex::new(Vec::new()),
+            dropped: Mutex::new(Vec::new()),
+            keys: Mutex::new(Vec::new()),
+            origin: Instant::now(),
+        }
+    }
+
+    async fn read(&self) -> Result<u32, ReadError> {
+        let attempt = current_attempt().expect("inside a retryable call");
+        let n = attempt.number();
+        self.started
+            .lock()
+            .unwrap()
+            .push((n, self.origin.elapsed()));
+        self.keys
+            .lock()
+            .unwrap()
+            .push(attempt.idempotency_key().to_string());
+        let (ms, answer) = match self.script.get(n as usize - 1) {
+            Some((ms, Ok(v))) => (*ms, Ok(*v)),
+            Some((ms, Err(e))) => (*ms, Err(copy(e))),
+            None => (u64::MAX / 4, Err(ReadError::Unavailable)),
+        };
+        let dropped = OnDrop(n, &self.dropped);
+        sleep(Duration::from_millis(ms)).await;
+        std::mem::forget(dropped);
+        // The attempt's own number is still visible after an await.
+        assert_eq!(current_attempt().unwrap().number(), n);
+        answer
+    }
+
+    fn started(&self) -> Vec<(u32, Duration)> {
+        self.started.lock().unwrap().clone()
+    }
+
+    fn dropped(&self) -> Vec<u32> {
+        let mut dropped = self.dropped.lock().unwrap().clone();
+        dropped.sort();
+        dropped
+    }
+}
+
+fn copy(e: &ReadError) -> ReadError {
+    match e {
+        ReadError::Unavailable => ReadError::Unavailable,
+        ReadError::Busy { wait } => ReadError::Busy { wait: *wait },
+        ReadError::NotFound => ReadError::NotFound,
+        _ => unreachable!("not scripted"),
+    }
+}
+
+/// Logs its attempt's number when an attempt is dropped before it answers.
+struct OnDrop<'a>(u32, &'a Mutex<Vec<u32>>);
+
+impl Drop for OnDrop<'_> {
+    fn drop(&mut self) {
+        self.1.lock().unwrap().push(self.0);
+    }
+}
+
+thread_local! {
+    // Each test runs its runtime on its own thread, and hooks run on the caller's.
+    static RECORDS: std::cell::RefCell<Vec<(u32, Next)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn record(f: &Failure<'_, ReadError>) {
+    RECORDS.with(|r| r.borrow_mut().push((f.attempt, f.next)));
+}
+
+fn take_records() -> Vec<(u32, Next)> {
+    RECORDS.with(|r| r.take())
+}
+
+#[retryable(attempts = 3, base = "1s", jitter = "none", idempotent, hedge = "50ms")]
+async fn read(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_attempt_is_hedged_and_the_first_success_wins() {
+    let replica = Replica::new(vec![(1000, Ok(1)), (20, Ok(2)), (5, Ok(3))]);
+    let start = Instant::now();
+    assert_eq!(read(&replica).await, Ok(2));
+    // The hedge started at 50 ms and answered 20 ms later; the first attempt was dropped.
+    assert_eq!(start.elapsed(), 70 * MS);
+    assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 50 * MS)]);
+    assert_eq!(replica.dropped(), [1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_that_answers_in_time_is_not_hedged() {
+    let replica = Replica::new(vec![(49, Ok(1))]);
+    assert_eq!(read(&replica).await, Ok(1));
+    assert_eq!(replica.started(), [(1, Duration::ZERO)]);
+    assert!(replica.dropped().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_more_than_attempts_start_and_the_earliest_answer_wins_even_from_the_first() {
+    // Three start (0, 50, 100 ms); none a fourth, though the call is slow; the first attempt
+    // answers first, at 120 ms.
+    let replica = Replica::new(vec![(120, Ok(1)), (1000, Ok(2)), (1000, Ok(3))]);
+    let start = Instant::now();
+    assert_eq!(read(&replica).await, Ok(1));
+    assert_eq!(start.elapsed(), 120 * MS);
+    assert_eq!(
+        replica.started(),
+        [(1, Duration::ZERO), (2, 50 * MS), (3, 100 * MS)]
+    );
+    assert_eq!(replica.dropped(), [2, 3]);
+}
+
+#[retryable(attempts = 3, base = "1s", jitter = "none", idempotent, hedge = "50ms", on_failure = record)]
+async fn read_recorded(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retryable_failure_starts_the_next_attempt_at_once_not_after_a_backoff() {
+    take_records();
+    // Attempt 1 fails at 10 ms: attempt 2 starts then (not after the 1 s backoff), and is
+    // hedged at 60 ms by attempt 3, which wins.
+    let replica = Replica::new(vec![
+        (10, Err(ReadError::Unavailable)),
+        (1000, Ok(2)),
+        (5, Ok(3)),
+    ]);
+    assert_eq!(read_recorded(&replica).await, Ok(3));
+    assert_eq!(
+        replica.started(),
+        [(1, Duration::ZERO), (2, 10 * MS), (3, 60 * MS)]
+    );
+    assert_eq!(take_records(), [(1, Next::Retry(Duration::ZERO))]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_while_others_run_waits_for_them_and_the_last_one_says_why_it_stops() {
+    take_records();
+    let replica = Replica::new(vec![
+        (300, Err(ReadError::Unavailable)),
+        (200, Err(ReadError::Unavailable)),
+        (100, Err(ReadError::Unavailable)),
+    ]);
+    let start = Instant::now();
+    assert_eq!(read_recorded(&replica).await, Err(ReadError::Unavailable));
+    // Attempts at 0, 50, 100 ms; they fail at 200 (3), 250 (2) and 300 ms (1).
+    assert_eq!(start.elapsed(), 300 * MS);
+    assert_eq!(
+        take_records(),
+        [
+            (3, Next::Wait { running: 2 }),
+            (2, Next::Wait { running: 1 }),
+            (1, Next::Stop(StopReason::AttemptsExhausted)),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_failure_stops_the_call_and_drops_the_running_attempts() {
+    take_records();
+    let replica = Replica::new(vec![(1000, Ok(1)), (10, Err(ReadError::NotFound))]);
+    let start = Instant::now();
+    assert_eq!(read_recorded(&replica).await, Err(ReadError::NotFound));
+    assert_eq!(start.elapsed(), 60 * MS);
+    assert_eq!(replica.dropped(), [1]);
+    assert_eq!(take_records(), [(2, Next::Stop(StopReason::Permanent))]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_delays_the_next_attempt_by_its_hint() {
+    let replica = Replica::new(vec![
+        (10, Err(ReadError::Busy { wait: 200 * MS })),
+        (5, Ok(2)),
+    ]);
+    let start = Instant::now();
+    assert_eq!(read(&replica).await, Ok(2));
+    assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 210 * MS)]);
+    assert_eq!(start.elapsed(), 215 * MS);
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_attempt_sees_its_own_number_and_the_calls_one_key() {
+    let replica = Replica::new(vec![(1000, Ok(1)), (1000, Ok(2)), (10, Ok(3))]);
+    assert_eq!(read(&replica).await, Ok(3));
+    let keys = replica.keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 3);
+    assert!(keys.iter().all(|k| k == &keys[0] && k.len() == 32));
+    // Another call, another key.
+    let again = Replica::new(vec![(1, Ok(1))]);
+    read(&again).await.unwrap();
+    assert_ne!(again.keys.lock().unwrap()[0], keys[0]);
+}
+
+#[retryable(attempts = 5, idempotent, hedge = "50ms", deadline = "120ms")]
+async fn read_by_deadline(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_hedge_starts_after_the_deadline() {
+    let replica = Replica::new(vec![(1000, Ok(1)), (1000, Ok(2)), (1000, Ok(3))]);
+    assert_eq!(read_by_deadline(&replica).await, Ok(1));
+    // Hedges at 50 and 100 ms; the one due at 150 ms would start after the 120 ms deadline.
+    assert_eq!(
+        replica.started(),
+        [(1, Duration::ZERO), (2, 50 * MS), (3, 100 * MS)]
+    );
+}
+
+#[retryable(attempts = 3, idempotent, hedge = "30ms", attempt_timeout = "100ms")]
+async fn read_timed(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn attempts_that_time_out_end_the_call_with_the_last_timeout() {
+    let replica = Replica::new(vec![]);
+    let start = Instant::now();
+    let Err(ReadError::Timeout(t)) = read_timed(&replica).await else {
+        panic!("expected a timeout");
+    };
+    assert_eq!(t.limit(), 100 * MS);
+    // Started at 0, 30 and 60 ms, each cut off 100 ms later.
+    assert_eq!(start.elapsed(), 160 * MS);
+    assert_eq!(replica.started().len(), 3);
+}
+
+static HALF_OPEN: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(10))
+    .half_open_max(1)
+    .success_threshold(1);
+
+#[retryable(attempts = 3, idempotent, hedge = "50ms", circuit = HALF_OPEN)]
+async fn read_half_open(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_breaker_is_asked_for_every_hedge() {
+    // Open the breaker, then let it cool down to half-open: one probe at a time.
+    let permit = HALF_OPEN.try_acquire().unwrap();
+    permit.failed();
+    assert_eq!(HALF_OPEN.state(), CircuitState::Open);
+    tokio::time::advance(Duration::from_secs(11)).await;
+    let replica = Replica::new(vec![(200, Ok(1)), (10, Ok(2))]);
+    // The probe is slow, and the breaker refuses a second probe beside it: no hedge.
+    assert_eq!(read_half_open(&replica).await, Ok(1));
+    assert_eq!(replica.started(), [(1, Duration::ZERO)]);
+    assert_eq!(HALF_OPEN.state(), CircuitState::Closed);
+}
+
+static PROBES: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(10))
+    .half_open_max(2)
+    .success_threshold(3);
+
+#[retryable(attempts = 2, idempotent, hedge = "50ms", circuit = PROBES)]
+async fn read_probing(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_hedge_releases_its_breaker_permit() {
+    PROBES.try_acquire().unwrap().failed();
+    tokio::time::advance(Duration::from_secs(11)).await;
+    // Two probes: the slow first and its hedge, which wins; the first is dropped.
+    let replica = Replica::new(vec![(1000, Ok(1)), (10, Ok(2))]);
+    assert_eq!(read_probing(&replica).await, Ok(2));
+    assert_eq!(replica.dropped(), [1]);
+    assert_eq!(PROBES.state(), CircuitState::HalfOpen);
+    // Had the dropped probe kept its permit, only one of two could start now.
+    let a = PROBES.try_acquire().expect("first probe");
+    let b = PROBES
+        .try_acquire()
+        .expect("second probe: the dropped one was released");
+    a.succeeded();
+    b.succeeded();
+    assert_eq!(PROBES.state(), CircuitState::Closed);
+}
+
+/// Ten tokens; hedges and retries need more than five.
+static TOKENS: RetryBudget = RetryBudget::new(10, 0.0);
+
+#[retryable(attempts = 3, idempotent, hedge = "50ms", budget = TOKENS)]
+async fn read_budgeted(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_budget_is_asked_for_every_hedge() {
+    // Spend five tokens: five left, not more than half.
+    for _ in 0..5 {
+        TOKENS.record_failure();
+    }
+    let replica = Replica::new(vec![(200, Ok(1)), (10, Ok(2))]);
+    assert_eq!(read_budgeted(&replica).await, Ok(1));
+    assert_eq!(replica.started(), [(1, Duration::ZERO)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedged_future_is_send() {
+    let replica: &'static Replica =
+        Box::leak(Box::new(Replica::new(vec![(1000, Ok(1)), (1, Ok(2))])));
+    let answer = tokio::spawn(read(replica)).await.unwrap();
+    assert_eq!(answer, Ok(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_builder_hedges_the_same_way() {
+    let replica = Replica::new(vec![(1000, Ok(1)), (20, Ok(2))]);
+    let policy = RetryPolicy::new().attempts(3).idempotent(true);
+    let answer = Retry::new(&policy)
+        .hedge(50 * MS)
+        .call_async(|| replica.read())
+        .await;
+    assert_eq!(answer, Ok(2));
+    assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 50 * MS)]);
+    assert_eq!(replica.dropped(), [1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_builder_does_not_hedge_an_operation_not_declared_idempotent() {
+    let replica = Replica::new(vec![(1000, Ok(1)), (20, Ok(2))]);
+    let policy = RetryPolicy::new().attempts(3);
+    let answer = Retry::new(&policy)
+        .hedge(50 * MS)
+        .call_async(|| replica.read())
+        .await;
+    assert_eq!(answer, Ok(1));
+    assert_eq!(replica.started(), [(1, Duration::ZERO)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_builder_times_out_hedged_attempts() {
+    let replica = Replica::new(vec![]);
+    let policy = RetryPolicy::new().attempts(2).idempotent(true);
+    let answer = Retry::new(&policy)
+        .attempt_timeout(100 * MS)
+        .hedge(30 * MS)
+        .call_async(|| replica.read())
+        .await;
+    assert!(matches!(answer, Err(ReadError::Timeout(_))));
+    assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 30 * MS)]);
+}
