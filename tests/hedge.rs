@@ -397,3 +397,23 @@ async fn the_builder_times_out_hedged_attempts() {
     assert!(matches!(answer, Err(ReadError::Timeout(_))));
     assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 30 * MS)]);
 }
+
+static PANICS: RetryBudget = RetryBudget::new(10, 0.0);
+
+#[retryable(attempts = 2, idempotent, hedge = "50ms", budget = PANICS)]
+async fn read_panicking() -> Result<u32, ReadError> {
+    if current_attempt().unwrap().number() == 2 {
+        sleep(10 * MS).await;
+        panic!("the hedge panics");
+    }
+    sleep(Duration::from_secs(1)).await;
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_hedge_is_charged_as_a_failure() {
+    let joined = tokio::spawn(read_panicking()).await;
+    assert!(joined.unwrap_err().is_panic());
+    // The hedge's panic cost one token; the first attempt, dropped by the unwind, none.
+    assert_eq!(PANICS.tokens(), 9.0);
+}

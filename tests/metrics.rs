@@ -175,3 +175,41 @@ fn a_call_the_open_breaker_refuses_counts_as_a_circuit_open_stop() {
         "no attempt was made"
     );
 }
+
+/// Answers slowly on the first attempt, at once on the others.
+#[retryable(attempts = 3, idempotent, hedge = "50ms")]
+async fn read_replica() -> Result<u32, StoreError> {
+    let attempt = retry_kit::current_attempt().unwrap().number();
+    if attempt == 1 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    Ok(attempt)
+}
+
+#[test]
+fn a_hedge_is_counted_and_the_winning_attempt_is_one_success() {
+    let seen = measure(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        assert_eq!(runtime.block_on(read_replica()).unwrap(), 2);
+    });
+    let read_fn = "fn=metrics::read_replica";
+    assert_eq!(
+        seen,
+        [
+            (
+                "retry_kit_attempts_total".to_owned(),
+                labels(&["class=none", read_fn, "outcome=success"]),
+                DebugValue::Counter(1)
+            ),
+            (
+                "retry_kit_hedges_total".to_owned(),
+                labels(&[read_fn]),
+                DebugValue::Counter(1)
+            ),
+        ]
+    );
+}

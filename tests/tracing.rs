@@ -432,3 +432,56 @@ async fn every_breaker_state_change_is_one_event_with_its_name() {
         ]
     );
 }
+
+#[retryable(attempts = 3, idempotent, hedge = "50ms")]
+async fn read_replica(slow: u64) -> Result<u32, DbError> {
+    let attempt = retry_kit::current_attempt().unwrap().number();
+    if attempt == 1 {
+        tokio::time::sleep(Duration::from_millis(slow)).await;
+        return Err(DbError::Deadlock { table: "replica" });
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Ok(attempt)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_and_a_failure_that_waits_for_it_are_debug_events() {
+    let capture = Handle::default();
+    let _default = tracing::subscriber::set_default(capture.clone());
+    // Attempt 1 stalls past the 50 ms hedge delay and fails at 100 ms while attempt 2 runs;
+    // with all three allowed attempts not yet started, the failure starts attempt 3 at once.
+    let out = read_replica(100)
+        .instrument(tracing::info_span!("handler"))
+        .await;
+    assert_eq!(out.unwrap(), 2);
+    let events = capture.take();
+    let summary: Vec<_> = events
+        .iter()
+        .map(|e| {
+            (
+                e.level,
+                e.field("message").unwrap_or_default().to_owned(),
+                e.field("attempt").unwrap_or_default().to_owned(),
+                e.field("running").map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                Level::DEBUG,
+                "attempt slow; hedging".to_owned(),
+                "2".to_owned(),
+                Some("1".to_owned())
+            ),
+            (
+                Level::DEBUG,
+                "attempt failed; retrying".to_owned(),
+                "1".to_owned(),
+                None
+            ),
+        ]
+    );
+    assert!(events.iter().all(|e| e.span.as_deref() == Some("handler")));
+}
