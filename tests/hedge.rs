@@ -21,6 +21,8 @@ enum ReadError {
     },
     #[classify(permanent)]
     NotFound,
+    #[classify(already_done)]
+    Duplicate(u32),
     #[classify(delegate)]
     Timeout(TimedOut),
     #[classify(delegate)]
@@ -102,6 +104,7 @@ fn copy(e: &ReadError) -> ReadError {
         ReadError::Unavailable => ReadError::Unavailable,
         ReadError::Busy { wait } => ReadError::Busy { wait: *wait },
         ReadError::NotFound => ReadError::NotFound,
+        ReadError::Duplicate(receipt) => ReadError::Duplicate(*receipt),
         _ => unreachable!("not scripted"),
     }
 }
@@ -416,4 +419,29 @@ async fn a_panicking_hedge_is_charged_as_a_failure() {
     assert!(joined.unwrap_err().is_panic());
     // The hedge's panic cost one token; the first attempt, dropped by the unwind, none.
     assert_eq!(PANICS.tokens(), 9.0);
+}
+
+fn receipt(e: ReadError) -> Result<u32, ReadError> {
+    match e {
+        ReadError::Duplicate(receipt) => Ok(receipt),
+        other => Err(other),
+    }
+}
+
+#[retryable(attempts = 3, idempotent, hedge = "50ms", already_done = receipt, on_failure = record)]
+async fn pay(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedge_that_finds_the_work_already_done_returns_its_receipt() {
+    take_records();
+    // The first attempt did the work but its answer is slow; the hedge is told it is a
+    // duplicate of payment 42, which becomes the result at once.
+    let replica = Replica::new(vec![(1000, Ok(42)), (10, Err(ReadError::Duplicate(42)))]);
+    let start = Instant::now();
+    assert_eq!(pay(&replica).await, Ok(42));
+    assert_eq!(start.elapsed(), 60 * MS);
+    assert_eq!(replica.dropped(), [1]);
+    assert_eq!(take_records(), [(2, Next::Stop(StopReason::AlreadyDone))]);
 }

@@ -43,7 +43,7 @@ pub use protection::{
 };
 pub use retry::{AlreadyDone, AsPolicy, BreakerWith, Hedge, Retry, policy_of};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
-pub use stop::{Failure, Next, StopReason};
+pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{
     AttemptTimeout, HoldsTimedOut, NoTimeout, Timed, TimeoutSlot, Untimed, timed, timed_out,
 };

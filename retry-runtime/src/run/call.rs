@@ -12,7 +12,7 @@ use super::hedge::{Ended, Then};
 use super::hook::Hook;
 use super::outcome::Outcome;
 use super::protection::{PanicGuard, PanicSink, Protected, Protection, Unprotected};
-use super::stop::{Failure, Next, StopReason};
+use super::stop::{Failure, Next, StopReason, Verdict};
 use crate::adaptive::{Adapt, Tuning};
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
@@ -286,11 +286,11 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             classifier.class(error)
         };
         self.protection.failed(class);
-        let next = match self.stop_for_class(class) {
-            Some(reason) => Next::Stop(reason),
+        let verdict = match self.stop_for_class(class) {
+            Some(reason) => Err(reason),
             None => {
-                let next = self.schedule(classifier.retry_after(error));
-                self.protection.admit_retry(next)
+                let verdict = self.schedule(classifier.retry_after(error));
+                self.protection.admit_retry(verdict)
             }
         };
         if H::ACTIVE {
@@ -299,19 +299,19 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
                 error,
                 class,
                 elapsed: self.elapsed(),
-                next,
+                next: Next::of(verdict),
             });
         }
-        match next {
-            Next::Retry(delay) => Some(delay),
-            Next::Stop(_) | Next::Wait { .. } => None,
-        }
+        verdict.ok()
     }
 
     /// A stop decided by the class and the attempt count alone.
     #[inline]
     fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
-        self.class_stop(class).or_else(|| self.exhausted())
+        if let Some(reason) = self.class_stop(class) {
+            return Some(reason);
+        }
+        self.exhausted()
     }
 
     /// A stop decided by the class alone: the error says another attempt is pointless.
@@ -341,13 +341,13 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
 
     /// The wait before the next attempt, or why there is none.
     #[inline]
-    fn schedule(&mut self, retry_after: Option<Duration>) -> Next {
+    fn schedule(&mut self, retry_after: Option<Duration>) -> Verdict {
         // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
         // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
         // wait: no random draw, no arithmetic, no out-of-line call.
         if self.policy().base.is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
             self.previous = Duration::ZERO;
-            return Next::Retry(Duration::ZERO);
+            return Ok(Duration::ZERO);
         }
         self.schedule_slow(retry_after)
     }
@@ -355,7 +355,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     // Out of line, so that `schedule` stays small enough to inline into `failed`: a zero wait
     // then costs a few compares and no call.
     #[inline(never)]
-    fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Next {
+    fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Verdict {
         let policy = *self.policy();
         let jittered = if policy.base.is_zero() {
             Duration::ZERO
@@ -367,17 +367,22 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             };
             policy.jittered_delay(self.attempt(), self.previous, draw)
         };
-        self.bounded(jittered, retry_after)
+        self.bounded(jittered, retry_after, policy.max_delay)
     }
 
     /// The wait before the next attempt given the jittered delay and the error's retry-after:
     /// the longer of the two, or a stop if the hint exceeds `max_delay` or the wait would end
     /// after the deadline.
     #[inline(always)]
-    fn bounded(&mut self, jittered: Duration, retry_after: Option<Duration>) -> Next {
+    fn bounded(
+        &mut self,
+        jittered: Duration,
+        retry_after: Option<Duration>,
+        max_delay: Duration,
+    ) -> Verdict {
         let wait = match retry_after {
-            Some(hint) if hint > self.policy().max_delay => {
-                return Next::Stop(StopReason::RetryAfterTooLong);
+            Some(hint) if hint > max_delay => {
+                return Err(StopReason::RetryAfterTooLong);
             }
             Some(hint) => jittered.max(hint),
             None => jittered,
@@ -386,11 +391,11 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             // A wait that ends exactly at the deadline is allowed.
             let ends = clock::now().checked_add(wait);
             if ends.is_none_or(|ends| ends > deadline) {
-                return Next::Stop(StopReason::DeadlineExceeded);
+                return Err(StopReason::DeadlineExceeded);
             }
         }
         self.previous = jittered;
-        Next::Retry(wait)
+        Ok(wait)
     }
 
     /// Hedged calls: whether another attempt may still start.
@@ -420,10 +425,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
                 return false;
             }
         }
-        matches!(
-            self.protection.admit_retry(Next::Retry(Duration::ZERO)),
-            Next::Retry(_)
-        )
+        self.protection.admit_retry(Ok(Duration::ZERO)).is_ok()
     }
 
     /// Decide what follows an attempt of a hedged call (see [`hedge`](super::hedge)), calling
@@ -457,20 +459,22 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         let next = match self.class_stop(class) {
             Some(reason) => Next::Stop(reason),
             None => {
-                let next = match self.exhausted() {
-                    Some(reason) => Next::Stop(reason),
+                let verdict = match self.exhausted() {
+                    Some(reason) => Err(reason),
                     // At once, or after the error's retry-after: the running attempts have
                     // already waited longer than a backoff would.
                     None => {
-                        let next = self.bounded(Duration::ZERO, classifier.retry_after(error));
-                        self.protection.admit_retry(next)
+                        let max_delay = self.policy().max_delay;
+                        let verdict =
+                            self.bounded(Duration::ZERO, classifier.retry_after(error), max_delay);
+                        self.protection.admit_retry(verdict)
                     }
                 };
-                match next {
-                    Next::Stop(_) if ended.running > 0 => Next::Wait {
+                match verdict {
+                    Err(_) if ended.running > 0 => Next::Wait {
                         running: ended.running,
                     },
-                    next => next,
+                    verdict => Next::of(verdict),
                 }
             }
         };

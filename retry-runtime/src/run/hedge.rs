@@ -19,6 +19,12 @@
 //!   budget, the breaker, the deadline) only means no new attempt: the call waits for the
 //!   attempts still running ([`Next::Wait`](super::Next::Wait)).
 //!
+//! The hedge delay is a real timer of the async runtime, as `attempt_timeout` is: inside
+//! [`testing::record_sleeps_async`](crate::testing::record_sleeps_async) a hedged call still
+//! waits for it (it cannot know when a pending attempt would answer), so test hedging on tokio's
+//! paused clock, where the wait is virtual. A retry-after wait between attempts is recorded
+//! like any other sleep.
+//!
 //! Every attempt sees its own number through [`current_attempt`](crate::current_attempt) and
 //! the call's one idempotency key (drawn when the call starts, since several attempts may ask
 //! at once). Each attempt future is boxed: attempts run side by side and are dropped out of

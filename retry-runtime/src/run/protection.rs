@@ -15,7 +15,7 @@
 
 use super::call::Call;
 use super::outcome::{Conversion, Outcome};
-use super::stop::{Next, StopReason};
+use super::stop::{StopReason, Verdict};
 use crate::adaptive::Adapt;
 use crate::breaker::{CircuitBreaker, CircuitPermit};
 use crate::budget::RetryBudget;
@@ -41,7 +41,7 @@ pub trait Protection<'p>: PanicSink + Sized {
     /// The attempt failed with an error of `class`.
     fn failed(&mut self, class: ErrorClass);
     /// Let the budget and then the breaker veto a retry the policy scheduled.
-    fn admit_retry(&mut self, next: Next) -> Next;
+    fn admit_retry(&mut self, verdict: Verdict) -> Verdict;
     /// Ask the breaker (if any) for the first attempt.
     fn admit(&mut self) -> Result<(), CircuitOpen>;
     /// What belongs to one attempt rather than to the call: its breaker permit and when it
@@ -75,8 +75,8 @@ impl<'p> Protection<'p> for Unprotected {
     #[inline(always)]
     fn failed(&mut self, _: ErrorClass) {}
     #[inline(always)]
-    fn admit_retry(&mut self, next: Next) -> Next {
-        next
+    fn admit_retry(&mut self, verdict: Verdict) -> Verdict {
+        verdict
     }
     #[inline(always)]
     fn admit(&mut self) -> Result<(), CircuitOpen> {
@@ -173,22 +173,25 @@ impl<'p> Protection<'p> for Protected<'p> {
         self.end_attempt(class.is_failure());
     }
     #[inline]
-    fn admit_retry(&mut self, next: Next) -> Next {
-        if !matches!(next, Next::Retry(_)) {
-            return next;
+    // Not `verdict?`: through `From` it cost the breaker rows 2 instructions a call (callgrind,
+    // sync_retry3_breaker 747 against 745).
+    #[allow(clippy::question_mark)]
+    fn admit_retry(&mut self, verdict: Verdict) -> Verdict {
+        if verdict.is_err() {
+            return verdict;
         }
         if let Some(budget) = self.budget {
             if !budget.allows_retry() {
-                return Next::Stop(StopReason::BudgetExhausted);
+                return Err(StopReason::BudgetExhausted);
             }
         }
         if let Some(breaker) = self.breaker {
             match breaker.try_acquire() {
                 Ok(permit) => self.permit = Some(permit),
-                Err(_) => return Next::Stop(StopReason::CircuitOpen),
+                Err(_) => return Err(StopReason::CircuitOpen),
             }
         }
-        next
+        verdict
     }
     #[inline]
     fn admit(&mut self) -> Result<(), CircuitOpen> {

@@ -74,6 +74,23 @@ pub enum Next {
     },
 }
 
+/// The engine's verdict on a failed attempt before it becomes a [`Next`]: the wait before the
+/// next attempt, or why there is none. A `Result` rather than [`Next`] inside the engine: it
+/// has the layout of `Option<Duration>`, so turning it into the loop's answer costs nothing,
+/// where matching the three-way [`Next`] cost two instructions per failed attempt.
+pub type Verdict = Result<Duration, StopReason>;
+
+impl Next {
+    /// The record's form of a sequential verdict.
+    #[inline]
+    pub(crate) fn of(verdict: Verdict) -> Next {
+        match verdict {
+            Ok(delay) => Next::Retry(delay),
+            Err(reason) => Next::Stop(reason),
+        }
+    }
+}
+
 /// The record of one failed attempt, as an operator needs it: which attempt, what failed, its
 /// class, how long the call has taken so far, and what happens next.
 ///
