@@ -12,31 +12,13 @@ mod cases;
 use cases::{BenchError, paused_runtime, poll_ready};
 use criterion::{Criterion, criterion_group, criterion_main};
 use retry_kit::{current_attempt, retryable};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// Counts every allocation, to report allocations per call.
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's contract is the system allocator's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 #[retryable(attempts = 3, base = "0ms", jitter = "none", idempotent)]
 async fn plain(x: u64) -> Result<u64, BenchError> {
@@ -71,11 +53,11 @@ async fn hedge_wins(x: u64) -> Result<u64, BenchError> {
 
 fn allocations(f: impl Fn()) -> f64 {
     f();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting::allocations();
     for _ in 0..1000 {
         f();
     }
-    (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / 1000.0
+    (counting::allocations() - before) as f64 / 1000.0
 }
 
 fn hedge(c: &mut Criterion) {
