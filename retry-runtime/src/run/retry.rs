@@ -32,13 +32,17 @@ macro_rules! begin {
             $retry.policy,
             $crate::run::Hook::<<$outcome as $crate::run::Outcome>::Error>::wants_clock(&$hook),
         );
-        let mut $call = match $crate::run::Equip::equip(&$retry.protection, $call) {
-            Ok(call) => call,
-            Err(refused) => {
-                $crate::observe::refused(&mut $hook);
-                return <$outcome as $crate::run::Outcome>::failure(refused);
-            }
-        };
+        let mut $call = $crate::run::Equip::<<$outcome as $crate::run::Outcome>::Error>::equip(
+            &$retry.protection,
+            $call,
+        );
+        if let Err(refused) = $crate::run::Equip::<<$outcome as $crate::run::Outcome>::Error>::admit(
+            &$retry.protection,
+            &mut $call,
+        ) {
+            $crate::observe::refused(&mut $hook);
+            return <$outcome as $crate::run::Outcome>::failure(refused);
+        }
         let $classifier = $retry.classifier;
     };
 }
