@@ -20,7 +20,7 @@ use crate::class::ErrorClass;
 use crate::clock;
 use crate::context::{self, CallCtx, Entered};
 use crate::error::{CircuitOpen, TimedOut};
-use crate::policy::{Nested, RetryPolicy};
+use crate::policy::{Jitter, Nested, RetryPolicy};
 use crate::rng;
 use std::future::Future;
 use std::pin::Pin;
@@ -63,7 +63,9 @@ pub struct Call<'p, S = Unprotected> {
     policy: &'p RetryPolicy,
     ctx: CallCtx,
     start: Option<Instant>,
-    previous: Duration,
+    /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating: 8 bytes
+    /// instead of a `Duration`'s 16 in every async retryable future.
+    previous: u64,
     max_attempts: u32,
     /// Inside another call's attempt with `nested = "once"`: a single attempt.
     single: bool,
@@ -94,7 +96,7 @@ impl<'p> Call<'p> {
             policy,
             ctx: CallCtx::new(deadline),
             start,
-            previous: policy.base,
+            previous: nanos(policy.base),
             max_attempts,
             single,
             timed_out: false,
@@ -158,7 +160,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         if !call.single {
             call.max_attempts = tuned.attempts;
         }
-        call.previous = tuned.base;
+        call.previous = nanos(tuned.base);
         call.protection.adapt(source, tuned);
         call
     }
@@ -346,7 +348,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
         // wait: no random draw, no arithmetic, no out-of-line call.
         if self.policy().base.is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
-            self.previous = Duration::ZERO;
+            self.previous = 0;
             return Ok(Duration::ZERO);
         }
         self.schedule_slow(retry_after)
@@ -365,9 +367,19 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             } else {
                 0
             };
-            policy.jittered_delay(self.attempt(), self.previous, draw)
+            // Only decorrelated jitter reads the previous sleep: the others skip converting it.
+            let previous = if policy.jitter == Jitter::Decorrelated {
+                Duration::from_nanos(self.previous)
+            } else {
+                Duration::ZERO
+            };
+            policy.jittered_delay(self.attempt(), previous, draw)
         };
-        self.bounded(jittered, retry_after, policy.max_delay)
+        let verdict = self.bounded(jittered, retry_after, policy.max_delay);
+        if verdict.is_ok() && policy.jitter == Jitter::Decorrelated {
+            self.previous = nanos(jittered);
+        }
+        verdict
     }
 
     /// The wait before the next attempt given the jittered delay and the error's retry-after:
@@ -394,7 +406,6 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
                 return Err(StopReason::DeadlineExceeded);
             }
         }
-        self.previous = jittered;
         Ok(wait)
     }
 
@@ -507,6 +518,15 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     pub fn sleep(&self, delay: Duration) {
         clock::sleep_sync(delay)
     }
+}
+
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (584 years).
+#[inline]
+fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
+        .unwrap_or(u64::MAX)
 }
 
 /// One attempt of an async body, with its call's context installed on every poll, and its
