@@ -788,3 +788,11 @@ fn circuit_with_uses_the_breaker_and_its_own_conversion_of_a_refusal() {
     assert!(matches!(call(Reply::Ok), Err(ApiError::BadRequest)));
     assert_eq!(calls.load(Ordering::Relaxed), 1);
 }
+
+#[test]
+fn a_window_shorter_than_its_ten_buckets_still_counts() {
+    // Under 10 ns a bucket would be 0 ns long: it is 1 ns, not a division by zero.
+    let b = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(0.5, Duration::ZERO, 1);
+    testing::record_sleeps(|| b.try_acquire().unwrap().failed());
+    assert_eq!(b.state(), CircuitState::Open);
+}

@@ -207,7 +207,13 @@ fn eight_threads_in_an_outage_never_exceed_the_retry_bound() {
 
     #[retryable(attempts = 1000, base = "0ms", budget = STRESS)]
     fn always_down() -> Result<(), DbError> {
-        ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        let before = ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        // Bounded, so that a budget that lets every retry through fails here at once rather
+        // than after 80 million attempts.
+        assert!(
+            before < 100_000,
+            "far more than 499 retries were let through"
+        );
         Err(DbError::Unavailable)
     }
 
