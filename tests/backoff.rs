@@ -302,3 +302,37 @@ fn a_retry_after_hint_lengthens_the_wait_but_is_not_fed_into_decorrelated_jitter
         assert!(slept[1] <= ms(90), "seed {seed}: {:?}", slept[1]);
     }
 }
+
+#[test]
+fn a_schedule_without_jitter_draws_no_random_number() {
+    assert!(!Jitter::None.needs_draw());
+    testing::seed_jitter(7);
+    let alone = testing::record_sleeps(jittered).1;
+    testing::seed_jitter(7);
+    let after_fixed = testing::record_sleeps(|| {
+        let _ = fixed();
+        jittered()
+    })
+    .1;
+    // The fixed schedule's four sleeps left the seeded sequence where it was.
+    assert_eq!(after_fixed[..4], [ms(250); 4]);
+    assert_eq!(after_fixed[4..], alone[..]);
+}
+
+#[test]
+fn the_first_delay_is_the_base_exactly_even_beyond_float_precision() {
+    // 2^53 + 1 ns: a round trip through f64 would lose the last nanosecond.
+    let base = Duration::from_nanos((1 << 53) + 1);
+    let p = RetryPolicy::exponential(base).max_delay(Duration::MAX);
+    assert_eq!(p.nominal_delay(1), base);
+    assert_eq!(p.jitter(Jitter::None).jittered_delay(1, base, 0), base);
+}
+
+#[test]
+fn settings_read_back_as_set() {
+    let p = RetryPolicy::new().deadline(secs(10)).idempotent(true);
+    assert_eq!(p.total_deadline(), Some(secs(10)));
+    assert!(p.is_idempotent());
+    assert_eq!(RetryPolicy::new().total_deadline(), None);
+    assert!(!RetryPolicy::new().is_idempotent());
+}

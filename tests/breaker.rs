@@ -616,3 +616,183 @@ fn an_io_result_fn_uses_a_breaker_and_its_refusal_keeps_the_breakers_class_and_w
         Some(Duration::from_secs(30))
     );
 }
+
+#[test]
+fn states_print_as_the_snake_case_names_logs_use() {
+    use CircuitState::{Closed, HalfOpen, Open};
+    let names: Vec<String> = [Closed, Open, HalfOpen].map(|s| s.to_string()).into();
+    assert_eq!(names, ["closed", "open", "half_open"]);
+    assert_eq!(HalfOpen.as_str(), "half_open");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ratio_above_one_or_nan_means_every_outcome_failed() {
+    // Above 1 clamps to 1: a window of failures alone still opens it.
+    let above = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(2.0, 10 * SECOND, 1);
+    above.try_acquire().unwrap().failed();
+    assert_eq!(above.state(), CircuitState::Open);
+    // NaN means 1 too, not 0: one success in the window keeps it closed.
+    let nan = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(f64::NAN, 10 * SECOND, 2);
+    nan.try_acquire().unwrap().succeeded();
+    nan.try_acquire().unwrap().failed();
+    assert_eq!(nan.state(), CircuitState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_ratio_is_rounded_to_the_nearest_millionth_not_down() {
+    // 0.333334 is kept as 333 334 millionths: 1 failure in 3 calls (333 333.3…) is below it.
+    let b = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(0.333_334, 10 * SECOND, 3);
+    b.try_acquire().unwrap().succeeded();
+    b.try_acquire().unwrap().succeeded();
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn outcomes_half_a_window_ago_still_count_and_leave_after_a_whole_one() {
+    let b = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(0.5, 10 * SECOND, 4);
+    b.try_acquire().unwrap().failed();
+    b.try_acquire().unwrap().failed();
+    advance(5 * SECOND).await;
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Closed); // 3 calls: below the minimum
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Open); // 4 of 4, two of them 5 s old
+
+    let b = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(0.5, 10 * SECOND, 4);
+    b.try_acquire().unwrap().failed();
+    b.try_acquire().unwrap().failed();
+    advance(10 * SECOND).await;
+    b.try_acquire().unwrap().failed();
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Closed); // the first two have left the window
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_admitted_in_an_earlier_closed_phase_is_ignored() {
+    let b = CircuitBreaker::new(1, SECOND);
+    let slow = b.try_acquire().unwrap();
+    b.try_acquire().unwrap().failed();
+    advance(SECOND).await;
+    b.try_acquire().unwrap().succeeded();
+    assert_eq!(b.state(), CircuitState::Closed);
+    // Closed again, but not the phase that admitted it.
+    slow.failed();
+    assert_eq!(b.state(), CircuitState::Closed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_ending_after_its_phase_closed_leaves_the_failure_count_alone() {
+    let b = CircuitBreaker::new(3, SECOND).half_open_max(2);
+    for _ in 0..3 {
+        b.try_acquire().unwrap().failed();
+    }
+    advance(SECOND).await;
+    let closing = b.try_acquire().unwrap();
+    let late = b.try_acquire().unwrap();
+    closing.succeeded();
+    assert_eq!(b.state(), CircuitState::Closed);
+    b.try_acquire().unwrap().failed();
+    b.try_acquire().unwrap().failed();
+    // A stale probe's success is no success of this closed phase: the streak goes on.
+    late.succeeded();
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Open);
+}
+
+#[test]
+fn debug_shows_the_state_and_the_settings() {
+    let b = CircuitBreaker::new(2, SECOND)
+        .failure_ratio(0.25, 10 * SECOND, 4)
+        .name("search");
+    testing::record_sleeps(|| b.try_acquire().unwrap().failed());
+    let debug = format!("{b:?}");
+    for field in [
+        "name: Some(\"search\")",
+        "phase: Closed",
+        "failures: 1",
+        "failure_threshold: 2",
+        "failure_ratio: Some(0.25)",
+    ] {
+        assert!(debug.contains(field), "{field} not in {debug}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn settings_beyond_u16_saturate_instead_of_wrapping() {
+    // 65 536 wraps to 0 as a u16, which would refuse every probe.
+    let b = CircuitBreaker::new(1, SECOND).half_open_max(65_536);
+    b.try_acquire().unwrap().failed();
+    advance(SECOND).await;
+    assert!(b.try_acquire().unwrap().is_probe());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_endless_cool_down_saturates_instead_of_wrapping() {
+    let b = CircuitBreaker::new(1, Duration::MAX);
+    b.try_acquire().unwrap().failed();
+    advance(Duration::from_secs(365 * 24 * 3600)).await;
+    assert_eq!(b.state(), CircuitState::Open);
+    let left = b.try_acquire().unwrap_err().retry_after();
+    assert!(
+        left > Duration::from_secs(100 * 365 * 24 * 3600),
+        "{left:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn closing_clears_the_ratio_window() {
+    let b = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(0.5, 10 * SECOND, 4);
+    for _ in 0..4 {
+        b.try_acquire().unwrap().failed();
+    }
+    assert_eq!(b.state(), CircuitState::Open);
+    advance(SECOND).await;
+    b.try_acquire().unwrap().succeeded();
+    assert_eq!(b.state(), CircuitState::Closed);
+    // The four failures are still inside the 10 s window, but they were the last closed phase's.
+    b.try_acquire().unwrap().failed();
+    assert_eq!(b.state(), CircuitState::Closed);
+}
+
+#[test]
+fn a_permit_debugs_as_probe_and_pending() {
+    let b = CircuitBreaker::new(1, SECOND);
+    let permit = b.try_acquire().unwrap();
+    assert_eq!(
+        format!("{permit:?}"),
+        "CircuitPermit { probe: false, pending: true }"
+    );
+    permit.succeeded();
+}
+
+#[test]
+fn circuit_with_uses_the_breaker_and_its_own_conversion_of_a_refusal() {
+    let b = CircuitBreaker::new(1, 60 * SECOND);
+    let policy = RetryPolicy::fixed(Duration::ZERO).attempts(3);
+    let calls = AtomicU32::new(0);
+    let call = |reply| {
+        Retry::new(&policy)
+            .circuit_with(&b, |_| ApiError::BadRequest)
+            .call(|| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                answer(reply)
+            })
+    };
+    // The failure opened the breaker, which refused the retry: the real error returns.
+    assert!(matches!(
+        call(Reply::Unavailable),
+        Err(ApiError::Unavailable)
+    ));
+    // Refused before any attempt, converted by the given function rather than `From`.
+    assert!(matches!(call(Reply::Ok), Err(ApiError::BadRequest)));
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_window_shorter_than_its_ten_buckets_still_counts() {
+    // Under 10 ns a bucket would be 0 ns long: it is 1 ns, not a division by zero.
+    let b = CircuitBreaker::new(u32::MAX, SECOND).failure_ratio(0.5, Duration::ZERO, 1);
+    testing::record_sleeps(|| b.try_acquire().unwrap().failed());
+    assert_eq!(b.state(), CircuitState::Open);
+}

@@ -82,6 +82,11 @@ fn after_recovery_successes_refill_the_bucket_and_retries_resume() {
     // Recovery: successes refund 0.5 each until the bucket is above half again.
     let mut successes = 0;
     while !RECOVERY.allows_retry() {
+        // Bounded, so that a budget that never refills fails here rather than hanging.
+        assert!(
+            successes < 100,
+            "100 successes did not refill the bucket above half"
+        );
         flaky(&mut Vec::new(), &mut attempts).unwrap();
         successes += 1;
     }
@@ -202,7 +207,13 @@ fn eight_threads_in_an_outage_never_exceed_the_retry_bound() {
 
     #[retryable(attempts = 1000, base = "0ms", budget = STRESS)]
     fn always_down() -> Result<(), DbError> {
-        ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        let before = ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+        // Bounded, so that a budget that lets every retry through fails here at once rather
+        // than after 80 million attempts.
+        assert!(
+            before < 100_000,
+            "far more than 499 retries were let through"
+        );
         Err(DbError::Unavailable)
     }
 
@@ -255,4 +266,27 @@ fn eight_threads_with_mixed_outcomes_keep_tokens_in_bounds() {
     assert!((0.0..=50.0).contains(&tokens));
     // Far more than the 24 a drained bucket would allow: refunds keep retries going.
     assert!(RETRIES.load(Ordering::Relaxed) > 1000);
+}
+
+#[test]
+fn debug_shows_the_name_and_the_tokens() {
+    let budget = RetryBudget::new(10, 0.5).name("payments");
+    budget.record_failure();
+    assert_eq!(
+        format!("{budget:?}"),
+        "RetryBudget { name: Some(\"payments\"), tokens: 9.0, max_tokens: 10, token_ratio: 0.5 }"
+    );
+}
+
+#[test]
+fn a_builder_debugs_with_its_budget() {
+    let policy = RetryPolicy::new();
+    let budget = RetryBudget::new(3, 1.0).name("search");
+    let debug = format!("{:?}", Retry::new(&policy).budget(&budget));
+    assert!(
+        debug.contains(
+            "protection: Shared { circuit: NoCircuit, budget: Some(RetryBudget { name: Some(\"search\")"
+        ),
+        "{debug}"
+    );
 }

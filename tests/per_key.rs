@@ -126,3 +126,22 @@ fn eight_threads_over_sixteen_keys_never_hold_more_than_the_bound() {
     });
     assert_eq!(CONTENDED.len(), 4);
 }
+
+#[test]
+fn len_is_empty_and_debug_count_the_keys_in_use() {
+    let tenants: PerKey<RetryBudget, 2> = PerKey::new(RetryBudget::new(4, 0.1));
+    assert!(tenants.is_empty());
+    assert_eq!(
+        format!("{tenants:?}"),
+        "PerKey { keys: 0, capacity: 2, .. }"
+    );
+    for tenant in ["a", "b", "c"] {
+        let _ = tenants.get(tenant);
+    }
+    assert!(!tenants.is_empty());
+    assert_eq!(tenants.len(), 2);
+    assert_eq!(
+        format!("{tenants:?}"),
+        "PerKey { keys: 2, capacity: 2, .. }"
+    );
+}

@@ -165,6 +165,15 @@ fn a_retry_after_beyond_max_delay_stops_instead_of_retrying_early() {
     assert_eq!(last_stop(), Some(StopReason::RetryAfterTooLong));
 }
 
+#[test]
+fn a_retry_after_of_exactly_max_delay_is_waited() {
+    let mut calls = 0;
+    let (result, slept) = testing::record_sleeps(|| throttled(Duration::from_secs(2), &mut calls));
+    assert_eq!(result, Ok(()));
+    assert_eq!(slept, [Duration::from_secs(2); 2]);
+    records();
+}
+
 #[retryable(attempts = 5, base = "100ms", max_delay = "10s", jitter = "none", deadline = "2s", on_failure = record)]
 fn throttled_with_deadline(calls: &mut u32) -> Result<(), Error> {
     *calls += 1;
