@@ -201,11 +201,6 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         self.ctx.attempt()
     }
 
-    /// The effective deadline: this call's own, or an enclosing call's if that comes first.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.ctx.deadline
-    }
-
     /// Run one attempt of a sync body, visible to `current_attempt()` while it runs.
     #[inline]
     pub fn attempt_sync<R, F: FnOnce() -> R>(&mut self, body: F) -> R {
