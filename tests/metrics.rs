@@ -213,3 +213,49 @@ fn a_hedge_is_counted_and_the_winning_attempt_is_one_success() {
         ]
     );
 }
+
+#[derive(Debug, Classify)]
+enum Throttled {
+    #[classify(transient)]
+    SlowDown {
+        #[classify(retry_after)]
+        wait: Duration,
+    },
+}
+
+/// Refuses the first attempt with a 100 ms retry-after; answers the second.
+#[retryable(attempts = 3, idempotent, hedge = "50ms")]
+async fn throttled_read() -> Result<u32, Throttled> {
+    let attempt = retry_kit::current_attempt().unwrap().number();
+    if attempt == 1 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        return Err(Throttled::SlowDown {
+            wait: Duration::from_millis(100),
+        });
+    }
+    Ok(attempt)
+}
+
+#[test]
+fn an_attempt_that_waited_out_a_retry_after_is_a_retry_not_a_hedge() {
+    let seen = measure(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        assert_eq!(runtime.block_on(throttled_read()).unwrap(), 2);
+    });
+    let names: Vec<&str> = seen.iter().map(|(name, ..)| name.as_str()).collect();
+    assert!(
+        !names.contains(&"retry_kit_hedges_total"),
+        "the second attempt started after the hint, not as a hedge: {names:?}"
+    );
+    let retried = seen
+        .iter()
+        .find(|(name, labels, _)| {
+            name == "retry_kit_attempts_total" && labels.iter().any(|l| l == "outcome=retry")
+        })
+        .map(|(.., value)| format!("{value:?}"));
+    assert_eq!(retried, Some(format!("{:?}", DebugValue::Counter(1))));
+}

@@ -370,11 +370,11 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             };
             policy.jittered_delay(self.attempt(), previous, draw)
         };
-        let verdict = self.bounded(jittered, retry_after, policy.max_delay);
-        if verdict.is_ok() && policy.jitter == Jitter::Decorrelated {
+        // Kept whether or not the wait is allowed: a stop ends the call, which reads it no more.
+        if policy.jitter == Jitter::Decorrelated {
             self.previous = nanos(jittered);
         }
-        verdict
+        self.bounded(jittered, retry_after, policy.max_delay)
     }
 
     /// The wait before the next attempt given the jittered delay and the error's retry-after:
