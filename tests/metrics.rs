@@ -6,6 +6,7 @@
 use metrics_util::CompositeKey;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use retry_kit::{CircuitBreaker, Classify, Retry, RetryPolicy, retryable, testing};
+use std::future::Future;
 use std::time::Duration;
 
 #[derive(Debug, Classify)]
@@ -176,6 +177,16 @@ fn a_call_the_open_breaker_refuses_counts_as_a_circuit_open_stop() {
     );
 }
 
+/// Run `future` to completion on a current-thread runtime with tokio's clock paused.
+fn on_paused_clock<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
 /// Answers slowly on the first attempt, at once on the others.
 #[retryable(attempts = 3, idempotent, hedge = "50ms")]
 async fn read_replica() -> Result<u32, StoreError> {
@@ -189,12 +200,7 @@ async fn read_replica() -> Result<u32, StoreError> {
 #[test]
 fn a_hedge_is_counted_and_the_winning_attempt_is_one_success() {
     let seen = measure(|| {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        assert_eq!(runtime.block_on(read_replica()).unwrap(), 2);
+        assert_eq!(on_paused_clock(read_replica()).unwrap(), 2);
     });
     let read_fn = "fn=metrics::read_replica";
     assert_eq!(
@@ -239,12 +245,7 @@ async fn throttled_read() -> Result<u32, Throttled> {
 #[test]
 fn an_attempt_that_waited_out_a_retry_after_is_a_retry_not_a_hedge() {
     let seen = measure(|| {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        assert_eq!(runtime.block_on(throttled_read()).unwrap(), 2);
+        assert_eq!(on_paused_clock(throttled_read()).unwrap(), 2);
     });
     let names: Vec<&str> = seen.iter().map(|(name, ..)| name.as_str()).collect();
     assert!(

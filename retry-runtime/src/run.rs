@@ -12,7 +12,7 @@
 //! | `retry_loop` | the sync and the async loop, written once, which every front end expands |
 //! | `retry` | [`Retry`], the builder, and [`RetryPolicy::call`](crate::RetryPolicy::call) |
 //! | `retry_if` | [`Rejected`]: `Ok` values retried by a predicate |
-//! | `hedge` | [`Hedging`]: the attempts in flight of a hedged call, and its loop |
+//! | `hedge` | [`Hedging`]: the attempts in flight of a hedged call, its loop, and the builder's [`Hedge`] |
 //!
 //! `#[retryable]` generates what a [`Retry`] call does by hand: it builds a [`Call`] from a
 //! `const` policy, equips it with the function's protection, and expands the same loop around
@@ -34,14 +34,14 @@ pub use call::{Call, InAttempt};
 pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
-pub use hedge::{Ended, Event, Hedging, Then};
+pub use hedge::{Ended, Event, Hedge, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
 pub use protection::{
     AsBreaker, AsBudget, CircuitSlot, Equip, HoldsCircuitOpen, IntoShared, NoCircuit, PanicSink,
     Protected, Protection, Shared, Unprotected, breaker_of, budget_of, circuit_open,
 };
-pub use retry::{AlreadyDone, AsPolicy, BreakerWith, Hedge, Retry, policy_of};
+pub use retry::{AlreadyDone, AsPolicy, BreakerWith, Retry, policy_of};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{

@@ -32,8 +32,15 @@
 //! one box per attempt it starts; a call that is not hedged allocates nothing.
 
 use super::call::Call;
-use super::protection::Protection;
+use super::classifier::Classifier;
+use super::hook::Hook;
+use super::outcome::Outcome;
+use super::protection::{Equip, Protection};
+use super::retry::{Retry, begin};
+use super::timeout::TimeoutSlot;
+
 use crate::context::CallCtx;
+use crate::error::TimedOut;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -261,6 +268,104 @@ impl<'p, S: Protection<'p>> Drop for HoldGuard<'_, 'p, S> {
             self.protection.put_hold(hold);
             self.protection.panicked();
         }
+    }
+}
+
+impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
+    /// Hedge slow attempts of [`call_async`](Hedge::call_async), as
+    /// `#[retryable(hedge = ...)]` does: when an attempt has not answered after `after`,
+    /// start the next one beside it (up to the policy's `attempts` started in all); the first
+    /// success wins and the others are dropped. See [`hedge`](super::hedge) for every rule.
+    ///
+    /// Hedging runs the operation more than once at the same time, so it needs a policy
+    /// declared [`idempotent`](RetryPolicy::idempotent); with any other policy the call
+    /// retries one attempt at a time, as without `hedge`.
+    ///
+    /// ```
+    /// use retry_kit::{Retry, RetryPolicy, current_attempt};
+    /// use std::{io, time::Duration};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let policy = RetryPolicy::new().attempts(3).idempotent(true);
+    /// let start = tokio::time::Instant::now();
+    /// // The first attempt hangs; the hedge started after 50 ms answers in 10 ms.
+    /// let answer: Result<u32, io::Error> = Retry::new(&policy)
+    ///     .hedge(Duration::from_millis(50))
+    ///     .call_async(|| async {
+    ///         let attempt = current_attempt().unwrap().number();
+    ///         if attempt == 1 {
+    ///             std::future::pending::<()>().await;
+    ///         }
+    ///         tokio::time::sleep(Duration::from_millis(10)).await;
+    ///         Ok(attempt)
+    ///     })
+    ///     .await;
+    /// assert_eq!(answer.unwrap(), 2);
+    /// assert_eq!(start.elapsed(), Duration::from_millis(60));
+    /// # }
+    /// ```
+    pub fn hedge(self, after: Duration) -> Hedge<'p, C, H, S, T> {
+        Hedge { retry: self, after }
+    }
+}
+
+/// A [`Retry`] that hedges slow attempts: what [`Retry::hedge`] makes. Async only.
+#[derive(Clone, Debug)]
+#[must_use = "a Retry does nothing until `call_async`"]
+pub struct Hedge<'p, C, H, S, T> {
+    retry: Retry<'p, C, H, S, T>,
+    after: Duration,
+}
+
+impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
+    /// Run the futures `op` makes, hedged, until one succeeds or the policy stops, sleeping
+    /// (and timing attempts out, and waiting for hedges) with `sleep`.
+    pub async fn call_async_with<O, F, Fut, Sl, SlFut>(self, mut op: F, sleep: Sl) -> O
+    where
+        O: Outcome,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = O>,
+        Sl: Fn(Duration) -> SlFut,
+        SlFut: Future<Output = ()>,
+        C: Classifier<O::Error>,
+        H: Hook<O::Error>,
+        S: Equip<'p, O::Error>,
+        T: TimeoutSlot<O::Error>,
+    {
+        let Hedge { retry, after } = self;
+        if !retry.policy.idempotent {
+            return retry.call_async_with(op, sleep).await;
+        }
+        let timeout = retry.timeout.slot();
+        begin!(retry, O => call, classifier, hook);
+        match timeout {
+            None => crate::retry_hedged!(call.after_hedged(&classifier, &mut hook) <- op(),
+                settle: |out| (out, false), sleep: &sleep, hedge: after),
+            Some((limit, timed_out)) => crate::retry_hedged!(
+                call.after_hedged(&classifier, &mut hook)
+                    <- super::timeout::timed(op(), sleep(limit), limit),
+                settle: |result: Result<O, TimedOut>| match result {
+                    Ok(out) => (out, false),
+                    Err(t) => (O::failure(timed_out(t)), true),
+                },
+                sleep: &sleep, hedge: after),
+        }
+    }
+
+    /// Run the futures `op` makes, hedged, sleeping with tokio. See [`Retry::hedge`].
+    #[cfg(feature = "tokio")]
+    pub fn call_async<O, F, Fut>(self, op: F) -> impl Future<Output = O>
+    where
+        O: Outcome,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = O>,
+        C: Classifier<O::Error>,
+        H: Hook<O::Error>,
+        S: Equip<'p, O::Error>,
+        T: TimeoutSlot<O::Error>,
+    {
+        self.call_async_with(op, crate::clock::tokio_sleep)
     }
 }
 
