@@ -278,7 +278,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// success wins and the others are dropped. See [`hedge`](super::hedge) for every rule.
     ///
     /// Hedging runs the operation more than once at the same time, so it needs a policy
-    /// declared [`idempotent`](RetryPolicy::idempotent); with any other policy the call
+    /// declared [`idempotent`](crate::RetryPolicy::idempotent); with any other policy the call
     /// retries one attempt at a time, as without `hedge`.
     ///
     /// ```
