@@ -13,6 +13,7 @@ use super::hook::Hook;
 use super::outcome::Outcome;
 use super::protection::{PanicGuard, PanicSink, Protected, Protection, Unprotected};
 use super::stop::{Failure, Next, StopReason, Verdict};
+use super::timeout::TimeoutSlot;
 use crate::adaptive::{Adapt, Tuning};
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
@@ -245,6 +246,24 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
                 on_timeout(timed_out)
             }
         }
+    }
+
+    /// The outcome of an attempt that a builder's `timeout` wrapped
+    /// ([`TimeoutSlot::wrap`](super::timeout::TimeoutSlot::wrap)), remembering a timeout (its
+    /// class is idempotent-only).
+    #[inline]
+    pub fn settle_slot<R, T, Fut, SlFut>(
+        &mut self,
+        timeout: &T,
+        out: <T::Attempt<Fut, SlFut> as Future>::Output,
+    ) -> R
+    where
+        R: Outcome,
+        T: TimeoutSlot<R::Error>,
+        Fut: Future<Output = R>,
+        SlFut: Future<Output = ()>,
+    {
+        timeout.settle::<R, SlFut, Fut>(out, &mut self.timed_out)
     }
 
     /// Decide what follows an attempt's outcome, calling the hook once if it failed: `None`,

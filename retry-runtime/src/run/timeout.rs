@@ -67,6 +67,24 @@ pub struct AttemptTimeout(pub Duration);
 pub trait TimeoutSlot<E> {
     /// The limit and the conversion, if there is a timeout.
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)>;
+
+    /// One attempt's future as the builder awaits it: the body itself without a timeout, the
+    /// body raced against a timer with one. A type rather than a run-time `Option`, so that an
+    /// untimed builder's future keeps no room for a timer it never starts.
+    type Attempt<Fut: Future, SlFut: Future<Output = ()>>: Future;
+    /// Wrap the body `attempt`, with a timer from `sleep` if there is a limit.
+    fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
+        &self,
+        attempt: Fut,
+        sleep: impl FnOnce(Duration) -> SlFut,
+    ) -> Self::Attempt<Fut, SlFut>;
+    /// The attempt's outcome, a timeout converted into the error type; `timed_out` is set when
+    /// the timer won.
+    fn settle<R: Outcome<Error = E>, SlFut: Future<Output = ()>, Fut: Future<Output = R>>(
+        &self,
+        out: <Self::Attempt<Fut, SlFut> as Future>::Output,
+        timed_out: &mut bool,
+    ) -> R;
 }
 
 impl<E> TimeoutSlot<E> for NoTimeout {
@@ -74,13 +92,81 @@ impl<E> TimeoutSlot<E> for NoTimeout {
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
         None
     }
+    type Attempt<Fut: Future, SlFut: Future<Output = ()>> = Fut;
+    #[inline(always)]
+    fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
+        &self,
+        attempt: Fut,
+        _: impl FnOnce(Duration) -> SlFut,
+    ) -> Fut {
+        attempt
+    }
+    #[inline(always)]
+    fn settle<R: Outcome<Error = E>, SlFut: Future<Output = ()>, Fut: Future<Output = R>>(
+        &self,
+        out: R,
+        _: &mut bool,
+    ) -> R {
+        out
+    }
+}
+
+/// A slot that always has a limit: its limit and conversion, without the `Option`.
+trait Limited<E> {
+    fn parts(&self) -> (Duration, Conversion<TimedOut, E>);
+}
+
+impl<E: From<TimedOut>> Limited<E> for AttemptTimeout {
+    #[inline]
+    fn parts(&self) -> (Duration, Conversion<TimedOut, E>) {
+        (self.0, E::from)
+    }
+}
+
+impl<E> Limited<E> for (Duration, Conversion<TimedOut, E>) {
+    #[inline]
+    fn parts(&self) -> (Duration, Conversion<TimedOut, E>) {
+        *self
+    }
+}
+
+/// A limit and its conversion: the timed attempt of [`AttemptTimeout`] and of a tuple.
+macro_rules! timed_slot {
+    () => {
+        type Attempt<Fut: Future, SlFut: Future<Output = ()>> = Timed<Fut, SlFut>;
+        #[inline]
+        fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
+            &self,
+            attempt: Fut,
+            sleep: impl FnOnce(Duration) -> SlFut,
+        ) -> Timed<Fut, SlFut> {
+            let (limit, _) = Limited::<E>::parts(self);
+            timed(attempt, sleep(limit), limit)
+        }
+        #[inline]
+        fn settle<R: Outcome<Error = E>, SlFut: Future<Output = ()>, Fut: Future<Output = R>>(
+            &self,
+            out: Result<R, TimedOut>,
+            timed_out: &mut bool,
+        ) -> R {
+            match out {
+                Ok(outcome) => outcome,
+                Err(t) => {
+                    *timed_out = true;
+                    let (_, convert) = Limited::<E>::parts(self);
+                    R::failure(convert(t))
+                }
+            }
+        }
+    };
 }
 
 impl<E: From<TimedOut>> TimeoutSlot<E> for AttemptTimeout {
     #[inline]
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
-        Some((self.0, E::from))
+        Some(Limited::<E>::parts(self))
     }
+    timed_slot!();
 }
 
 /// A limit with its own conversion of a timeout (what
@@ -88,8 +174,9 @@ impl<E: From<TimedOut>> TimeoutSlot<E> for AttemptTimeout {
 impl<E> TimeoutSlot<E> for (Duration, Conversion<TimedOut, E>) {
     #[inline]
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
-        Some(*self)
+        Some(Limited::<E>::parts(self))
     }
+    timed_slot!();
 }
 
 /// A builder whose attempts can run on the caller's thread: one without an attempt timeout.
