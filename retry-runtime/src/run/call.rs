@@ -249,7 +249,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     }
 
     /// The outcome of an attempt that a builder's `timeout` wrapped
-    /// ([`TimeoutSlot::wrap`](super::timeout::TimeoutSlot::wrap)), remembering a timeout (its
+    /// ([`TimeoutSlot::wrap`]), remembering a timeout (its
     /// class is idempotent-only).
     #[inline]
     pub fn settle_slot<R, T, Fut, SlFut>(
