@@ -4,9 +4,16 @@
 //! [`HttpRetryLayer`](crate::tower::HttpRetryLayer) accept.
 
 use crate::per_key::{AsPerKey, PerKey, Template, key_hash};
+use crate::policy::RetryPolicy;
+use crate::run::Retry;
+use crate::run::classifier::ByTrait;
+use crate::run::hook::NoHook;
+use crate::run::protection::Unprotected;
+use crate::run::timeout::{AttemptTimeout, NoTimeout};
 use crate::{CircuitBreaker, RetryBudget};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A breaker or budget for every request, or one per authority from a [`PerKey`].
 pub struct Chosen<T: 'static>(Choice<T>);
@@ -106,4 +113,72 @@ pub(crate) fn held(
 /// URL names none), hashed. The same for a reqwest `Url` and an `http::Uri` naming one host.
 pub(crate) fn authority_key(host: &str, port: u16) -> u64 {
     key_hash(&format!("{host}:{port}"))
+}
+
+/// What the policy of a front end starts from before it owns one (a `Retry` needs a reference).
+static NO_POLICY: RetryPolicy = RetryPolicy::new();
+
+/// The settings both HTTP front ends ([`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware)
+/// and [`HttpRetryLayer`](crate::tower::HttpRetryLayer)) are built from, and the preparation of
+/// each request they share: its policy (idempotent by method or key) and its breaker and budget.
+#[derive(Clone, Debug)]
+pub(crate) struct HttpSettings<H, T> {
+    pub(crate) policy: RetryPolicy,
+    pub(crate) retry: Retry<'static, ByTrait, H, Unprotected, T>,
+    pub(crate) circuit: Option<Chosen<CircuitBreaker>>,
+    pub(crate) budget: Option<Chosen<RetryBudget>>,
+    /// Add an `Idempotency-Key` to `POST` and `PATCH` requests without one.
+    pub(crate) add_keys: bool,
+}
+
+impl HttpSettings<NoHook, NoTimeout> {
+    pub(crate) const fn new(policy: RetryPolicy) -> Self {
+        HttpSettings {
+            policy,
+            retry: Retry::new(&NO_POLICY),
+            circuit: None,
+            budget: None,
+            add_keys: false,
+        }
+    }
+}
+
+impl<H, T> HttpSettings<H, T> {
+    pub(crate) fn on_failure<H2>(self, hook: H2) -> HttpSettings<H2, T> {
+        HttpSettings {
+            policy: self.policy,
+            retry: self.retry.on_failure(hook),
+            circuit: self.circuit,
+            budget: self.budget,
+            add_keys: self.add_keys,
+        }
+    }
+
+    pub(crate) fn attempt_timeout(self, limit: Duration) -> HttpSettings<H, AttemptTimeout> {
+        HttpSettings {
+            policy: self.policy,
+            retry: self.retry.attempt_timeout(limit),
+            circuit: self.circuit,
+            budget: self.budget,
+            add_keys: self.add_keys,
+        }
+    }
+
+    /// One request's policy: idempotent by its method or its `Idempotency-Key` (added first to
+    /// a `POST` or `PATCH` when asked).
+    pub(crate) fn policy_for(
+        &self,
+        method: &::http::Method,
+        headers: &mut ::http::HeaderMap,
+    ) -> RetryPolicy {
+        crate::http::request_policy(self.policy, self.add_keys, method, headers)
+    }
+
+    /// One request's breaker and budget; `authority` is computed only for a `PerKey`.
+    pub(crate) fn held_for(
+        &self,
+        authority: impl Fn() -> u64,
+    ) -> (Option<Held<CircuitBreaker>>, Option<Held<RetryBudget>>) {
+        held(self.circuit, self.budget, authority)
+    }
 }

@@ -22,11 +22,10 @@ use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 pub use crate::per_request::{Chosen, ForEachRequest};
-use crate::per_request::{Held, authority_key, held};
+use crate::per_request::{Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
-use crate::run::Retry;
 use crate::run::hook::{Hook, NoHook};
-use crate::run::protection::{Shared, Unprotected};
+use crate::run::protection::Shared;
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use ::http::Extensions;
@@ -34,9 +33,6 @@ use ::reqwest::{Request, Response};
 use ::reqwest_middleware::{Middleware, Next};
 use std::fmt;
 use std::time::Duration;
-
-/// What a [`RetryMiddleware`]'s builder starts from: a policy it does not own yet.
-static NO_POLICY: RetryPolicy = RetryPolicy::new();
 
 /// A failed attempt as the loop sees it: a response with a retryable status, or an error.
 #[derive(Debug)]
@@ -111,23 +107,14 @@ impl From<TimedOut> for Attempted {
 /// ```
 #[derive(Clone, Debug)]
 pub struct RetryMiddleware<H = NoHook, T = NoTimeout> {
-    policy: RetryPolicy,
-    retry: Retry<'static, crate::run::ByTrait, H, Unprotected, T>,
-    circuit: Option<Chosen<CircuitBreaker>>,
-    budget: Option<Chosen<RetryBudget>>,
-    /// Add an `Idempotency-Key` to `POST` and `PATCH` requests without one.
-    add_keys: bool,
+    settings: HttpSettings<H, T>,
 }
 
 impl RetryMiddleware {
     /// Retry by `policy`.
     pub const fn new(policy: RetryPolicy) -> Self {
         RetryMiddleware {
-            policy,
-            retry: Retry::new(&NO_POLICY),
-            circuit: None,
-            budget: None,
-            add_keys: false,
+            settings: HttpSettings::new(policy),
         }
     }
 }
@@ -136,11 +123,7 @@ impl<H, T> RetryMiddleware<H, T> {
     /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
     pub fn on_failure<H2>(self, hook: H2) -> RetryMiddleware<H2, T> {
         RetryMiddleware {
-            policy: self.policy,
-            retry: self.retry.on_failure(hook),
-            circuit: self.circuit,
-            budget: self.budget,
-            add_keys: self.add_keys,
+            settings: self.settings.on_failure(hook),
         }
     }
 
@@ -149,7 +132,7 @@ impl<H, T> RetryMiddleware<H, T> {
     /// retried like idempotent ones (a timeout or a 502 included). Off by default: only turn it
     /// on for servers that honour the header.
     pub const fn idempotency_keys(mut self) -> Self {
-        self.add_keys = true;
+        self.settings.add_keys = true;
         self
     }
 
@@ -157,31 +140,27 @@ impl<H, T> RetryMiddleware<H, T> {
     /// keyed by each request's authority) before every attempt; a refused first attempt is an
     /// error.
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
-        self.circuit = Some(breaker.chosen());
+        self.settings.circuit = Some(breaker.chosen());
         self
     }
 
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
     /// keyed by each request's authority) and ask it before every retry.
     pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
-        self.budget = Some(budget.chosen());
+        self.settings.budget = Some(budget.chosen());
         self
     }
 
     /// Cancel each attempt after `limit` (idempotent-only, like a timeout of the client).
     pub fn attempt_timeout(self, limit: Duration) -> RetryMiddleware<H, AttemptTimeout> {
         RetryMiddleware {
-            policy: self.policy,
-            retry: self.retry.attempt_timeout(limit),
-            circuit: self.circuit,
-            budget: self.budget,
-            add_keys: self.add_keys,
+            settings: self.settings.attempt_timeout(limit),
         }
     }
 
     /// The name `tracing` events and measurements give (default `"closure"`).
     pub fn named(mut self, name: &'static str) -> Self {
-        self.retry = self.retry.named(name);
+        self.settings.retry = self.settings.retry.named(name);
         self
     }
 }
@@ -219,15 +198,15 @@ where
             return next.run(req, extensions).await;
         }
         let method = req.method().clone();
-        let policy =
-            crate::http::request_policy(self.policy, self.add_keys, &method, req.headers_mut());
+        let policy = self.settings.policy_for(&method, req.headers_mut());
         // The breaker and budget of this request (its authority's, with a `PerKey`).
-        let (circuit, budget) = held(self.circuit, self.budget, || authority_of(&req));
+        let (circuit, budget) = self.settings.held_for(|| authority_of(&req));
         let protection = Shared::chosen(
             circuit.as_ref().map(Held::get),
             budget.as_ref().map(Held::get),
         );
         let retry = self
+            .settings
             .retry
             .clone()
             .with_policy(&policy)

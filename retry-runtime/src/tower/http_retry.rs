@@ -5,12 +5,10 @@ use super::replay::ReplayBody;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_request::{Chosen, ForEachRequest, Held, authority_key, held};
+use crate::per_request::{ForEachRequest, Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
-use crate::run::Retry;
-use crate::run::classifier::ByTrait;
 use crate::run::hook::{Hook, NoHook};
-use crate::run::protection::{Shared, Unprotected};
+use crate::run::protection::Shared;
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
@@ -29,9 +27,6 @@ use tower_service::Service;
 
 /// The error type of an [`HttpRetryService`]: the inner service's error, boxed.
 pub type BoxError = Box<dyn StdError + Send + Sync>;
-
-/// What a layer's builder starts from: a policy it does not own yet.
-static NO_POLICY: RetryPolicy = RetryPolicy::new();
 
 /// How many request-body bytes are kept for replay unless `.body_limit(..)` says otherwise.
 pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
@@ -201,25 +196,16 @@ impl<RB> From<TimedOut> for HttpFailure<RB> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct HttpRetryLayer<H = NoHook, T = NoTimeout> {
-    policy: RetryPolicy,
+    settings: HttpSettings<H, T>,
     body_limit: usize,
-    retry: Retry<'static, ByTrait, H, Unprotected, T>,
-    circuit: Option<Chosen<CircuitBreaker>>,
-    budget: Option<Chosen<RetryBudget>>,
-    /// Add an `Idempotency-Key` to `POST` and `PATCH` requests without one.
-    add_keys: bool,
 }
 
 impl HttpRetryLayer {
     /// Retry by `policy`, keeping up to [`DEFAULT_BODY_LIMIT`] bytes of each body for replay.
     pub const fn new(policy: RetryPolicy) -> Self {
         HttpRetryLayer {
-            policy,
+            settings: HttpSettings::new(policy),
             body_limit: DEFAULT_BODY_LIMIT,
-            retry: Retry::new(&NO_POLICY),
-            circuit: None,
-            budget: None,
-            add_keys: false,
         }
     }
 }
@@ -234,12 +220,8 @@ impl<H, T> HttpRetryLayer<H, T> {
     /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
     pub fn on_failure<H2>(self, hook: H2) -> HttpRetryLayer<H2, T> {
         HttpRetryLayer {
-            policy: self.policy,
+            settings: self.settings.on_failure(hook),
             body_limit: self.body_limit,
-            retry: self.retry.on_failure(hook),
-            circuit: self.circuit,
-            budget: self.budget,
-            add_keys: self.add_keys,
         }
     }
 
@@ -248,7 +230,7 @@ impl<H, T> HttpRetryLayer<H, T> {
     /// retried like idempotent ones (a timeout or a 502 included). Off by default: only turn it
     /// on for servers that honour the header.
     pub const fn idempotency_keys(mut self) -> Self {
-        self.add_keys = true;
+        self.settings.add_keys = true;
         self
     }
 
@@ -256,32 +238,28 @@ impl<H, T> HttpRetryLayer<H, T> {
     /// keyed by each request's authority) before every attempt; a refused first attempt is an
     /// error.
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
-        self.circuit = Some(breaker.chosen());
+        self.settings.circuit = Some(breaker.chosen());
         self
     }
 
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
     /// keyed by each request's authority) and ask it before every retry.
     pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
-        self.budget = Some(budget.chosen());
+        self.settings.budget = Some(budget.chosen());
         self
     }
 
     /// Cancel each attempt after `limit` (idempotent-only, like a client timeout).
     pub fn attempt_timeout(self, limit: Duration) -> HttpRetryLayer<H, AttemptTimeout> {
         HttpRetryLayer {
-            policy: self.policy,
+            settings: self.settings.attempt_timeout(limit),
             body_limit: self.body_limit,
-            retry: self.retry.attempt_timeout(limit),
-            circuit: self.circuit,
-            budget: self.budget,
-            add_keys: self.add_keys,
         }
     }
 
     /// The name `tracing` events and measurements give (default `"closure"`).
     pub fn named(mut self, name: &'static str) -> Self {
-        self.retry = self.retry.named(name);
+        self.settings.retry = self.settings.retry.named(name);
         self
     }
 }
@@ -346,19 +324,14 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let HttpRetryLayer {
-            policy,
-            body_limit,
-            retry,
-            circuit,
-            budget,
-            add_keys,
-        } = self.layer.clone();
+        let layer = &self.layer;
         let (mut parts, body) = req.into_parts();
         let method = parts.method.clone();
-        let policy = crate::http::request_policy(policy, add_keys, &method, &mut parts.headers);
+        let policy = layer.settings.policy_for(&method, &mut parts.headers);
         // The breaker and budget of this request (its authority's, with a `PerKey`).
-        let (circuit, budget) = held(circuit, budget, || authority_of(&parts.uri));
+        let (circuit, budget) = layer.settings.held_for(|| authority_of(&parts.uri));
+        let retry = layer.settings.retry.clone();
+        let body_limit = layer.body_limit;
         let body = ReplayBody::new(body, body_limit);
         Box::pin(async move {
             let protection = Shared::chosen(
