@@ -7,7 +7,8 @@
 //!    baselines named `run*`), with the targets checked.
 //!
 //! `--only GROUP/CONTENDER --iters N` instead runs that one case N times and prints nothing, for
-//! counting instructions under callgrind (`benches/instructions.sh`).
+//! counting instructions under callgrind (`benches/instructions.sh`); `--sizes` prints only the
+//! future sizes.
 
 #[macro_use]
 mod cases;
@@ -76,6 +77,11 @@ fn main() {
         }
         for_each_case!(only);
         assert!(found, "no case named {only}");
+        return;
+    }
+
+    if args.iter().any(|a| a == "--sizes") {
+        sizes();
         return;
     }
 
@@ -222,6 +228,11 @@ async fn macro_inner_1k() -> Result<u64, BenchError> {
     Plain::<1024>::new().await
 }
 
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]
+async fn macro_inner_16_breaker() -> Result<u64, BenchError> {
+    Plain::<16>::new().await
+}
+
 fn sizes() {
     fn row<const N: usize>(name: &str, size: usize) -> (String, usize, usize) {
         (name.to_string(), size, size - N)
@@ -274,6 +285,22 @@ fn sizes() {
             l.2,
             s.2 as i64 - hand.0 as i64,
             l.2 as i64 - hand.1 as i64,
+        );
+    }
+    // With a circuit breaker: the call carries its protection state (breaker, budget and
+    // adaptive slots, the permit) across every await.
+    let breaker = [
+        ("hand", size_of_val(&hand_async_breaker(Plain::<16>::new))),
+        ("macro", size_of_val(&macro_inner_16_breaker())),
+        ("fn", size_of_val(&fn_async_breaker(Plain::<16>::new))),
+    ];
+    println!();
+    println!("| future with a breaker | size, 16 B inner | overhead − hand's |");
+    println!("| --- | ---: | ---: |");
+    for (name, size) in breaker {
+        println!(
+            "| {name} | {size} | {:+} |",
+            size as i64 - breaker[0].1 as i64
         );
     }
 }
