@@ -11,7 +11,7 @@ use super::classifier::Classifier;
 use super::hedge::{Ended, Then};
 use super::hook::Hook;
 use super::outcome::Outcome;
-use super::protection::{PanicGuard, PanicSink, Protected, Protection, Unprotected};
+use super::protection::{PanicGuard, Protected, Protection, Unprotected};
 use super::stop::{Failure, Next, StopReason, Verdict};
 use super::timeout::TimeoutSlot;
 use crate::adaptive::{Adapt, Tuning};
@@ -70,6 +70,9 @@ pub struct Call<'p, S = Unprotected> {
     max_attempts: u32,
     /// Inside another call's attempt with `nested = "once"`: a single attempt.
     single: bool,
+    /// `single`, and the policy would have retried: a retryable failure stops with
+    /// [`StopReason::DeferredToOuter`].
+    defers: bool,
     /// The running attempt was cut off by `attempt_timeout` (see `settle_timed`): its class is
     /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no
     /// [`Protected`] state.
@@ -100,6 +103,7 @@ impl<'p> Call<'p> {
             previous: nanos(policy.base),
             max_attempts,
             single,
+            defers: single && policy.attempts > 1,
             timed_out: false,
             protection: Unprotected,
         }
@@ -134,6 +138,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             previous: self.previous,
             max_attempts: self.max_attempts,
             single: self.single,
+            defers: self.defers,
             timed_out: self.timed_out,
             protection: self.protection.into_protected(),
         }
@@ -153,16 +158,20 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             base: policy.base,
             multiplier: policy.multiplier,
         });
+        // Clamped as the policy's own builder methods clamp them.
         let tuned = policy
             .attempts(tuned.attempts)
             .base(tuned.base)
             .multiplier(tuned.multiplier);
         let mut call = self.protected();
-        if !call.single {
+        if call.single {
+            // Deferred to the outer call only if this one would have retried.
+            call.defers = tuned.attempts > 1;
+        } else {
             call.max_attempts = tuned.attempts;
         }
         call.previous = nanos(tuned.base);
-        call.protection.adapt(source, tuned);
+        call.protection.adapt(source, tuned.base, tuned.multiplier);
         call
     }
 
@@ -190,10 +199,27 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         self.protection.admit()
     }
 
-    /// The policy in force: the declared one, or its adaptive adjustment.
+    /// The policy in force: the declared one, or with the first delay and multiplier an
+    /// adaptive policy tuned (its attempts are already `max_attempts`).
     #[inline]
-    fn policy(&self) -> &RetryPolicy {
-        self.protection.tuned().unwrap_or(self.policy)
+    fn policy(&self) -> RetryPolicy {
+        match self.protection.tuned() {
+            Some((base, multiplier)) => RetryPolicy {
+                base,
+                multiplier,
+                ..*self.policy
+            },
+            None => *self.policy,
+        }
+    }
+
+    /// The first delay in force (see [`policy`](Self::policy)).
+    #[inline]
+    fn base(&self) -> Duration {
+        match self.protection.tuned() {
+            Some((base, _)) => base,
+            None => self.policy.base,
+        }
     }
 
     /// The number of attempts started so far.
@@ -220,14 +246,10 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
 
     /// Wrap one attempt of an async body, visible to `current_attempt()` on every poll.
     #[inline]
-    pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, F, S> {
+    pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, 'p, F, S> {
         self.ctx.begin_attempt();
         self.protection.begin_attempt();
-        InAttempt {
-            ctx: &mut self.ctx,
-            protection: &mut self.protection,
-            body,
-        }
+        InAttempt { call: self, body }
     }
 
     /// Turn the result of a [`timed`](super::timeout::timed) attempt into the attempt's
@@ -336,7 +358,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         match class {
             ErrorClass::Permanent => Some(StopReason::Permanent),
             ErrorClass::AlreadyDone => Some(StopReason::AlreadyDone),
-            ErrorClass::IdempotentOnly if !self.policy().idempotent => {
+            ErrorClass::IdempotentOnly if !self.policy.idempotent => {
                 Some(StopReason::NotIdempotent)
             }
             _ => None,
@@ -349,7 +371,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         if self.attempt() < self.max_attempts {
             return None;
         }
-        if self.single && self.policy().attempts > 1 {
+        if self.defers {
             return Some(StopReason::DeferredToOuter);
         }
         Some(StopReason::AttemptsExhausted)
@@ -361,7 +383,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
         // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
         // wait: no random draw, no arithmetic, no out-of-line call.
-        if self.policy().base.is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
+        if self.base().is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
             self.previous = 0;
             return Ok(Duration::ZERO);
         }
@@ -372,7 +394,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     // then costs a few compares and no call.
     #[inline(never)]
     fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Verdict {
-        let policy = *self.policy();
+        let policy = self.policy();
         let jittered = if policy.base.is_zero() {
             Duration::ZERO
         } else {
@@ -489,7 +511,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
                     // At once, or after the error's retry-after: the running attempts have
                     // already waited longer than a backoff would.
                     None => {
-                        let max_delay = self.policy().max_delay;
+                        let max_delay = self.policy.max_delay;
                         let verdict =
                             self.bounded(Duration::ZERO, classifier.retry_after(error), max_delay);
                         self.protection.admit_retry(verdict)
@@ -547,25 +569,26 @@ fn nanos(d: Duration) -> u64 {
 /// protection told if a poll panics.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
-pub struct InAttempt<'c, F, S = Unprotected> {
-    ctx: &'c mut CallCtx,
-    protection: &'c mut S,
+pub struct InAttempt<'c, 'p, F, S = Unprotected> {
+    /// One pointer for the context and the protection: this wrapper lives in every async
+    /// retryable future, across the attempt's awaits.
+    call: &'c mut Call<'p, S>,
     body: F,
 }
 
-impl<F: Future, S: PanicSink> Future for InAttempt<'_, F, S> {
+impl<'p, F: Future, S: Protection<'p>> Future for InAttempt<'_, 'p, F, S> {
     type Output = F::Output;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         // SAFETY: `body` is pinned structurally: it is never moved out of `self`, and
-        // `InAttempt` has no `Drop` impl. `ctx` and `protection` are plain references and are
-        // not pinned.
+        // `InAttempt` has no `Drop` impl. `call` is a plain reference and is not pinned.
         let this = unsafe { self.get_unchecked_mut() };
-        let _entered = this.ctx.enter();
+        let call = &mut *this.call;
+        let _entered = call.ctx.enter();
         let body = unsafe { Pin::new_unchecked(&mut this.body) };
         if S::GUARDED {
-            let guard = PanicGuard(&mut *this.protection);
+            let guard = PanicGuard(&mut call.protection);
             let out = body.poll(cx);
             std::mem::forget(guard);
             out

@@ -22,9 +22,8 @@ use crate::budget::RetryBudget;
 use crate::class::ErrorClass;
 use crate::clock;
 use crate::error::CircuitOpen;
-use crate::policy::RetryPolicy;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The shared protection a [`Call`] carries: [`Unprotected`] (none) or [`Protected`]. Every
 /// method is called at the same point of the loop for both; [`Unprotected`]'s do nothing and
@@ -32,8 +31,8 @@ use std::time::Instant;
 pub trait Protection<'p>: PanicSink + Sized {
     /// The same protection as [`Protected`] state.
     fn into_protected(self) -> Protected<'p>;
-    /// The adaptive adjustment of the policy, if any.
-    fn tuned(&self) -> Option<&RetryPolicy>;
+    /// The first delay and multiplier as an adaptive policy tuned them, if any.
+    fn tuned(&self) -> Option<(Duration, f64)>;
     /// An attempt starts.
     fn begin_attempt(&mut self);
     /// The attempt succeeded.
@@ -65,7 +64,7 @@ impl<'p> Protection<'p> for Unprotected {
         Protected::NONE
     }
     #[inline(always)]
-    fn tuned(&self) -> Option<&RetryPolicy> {
+    fn tuned(&self) -> Option<(Duration, f64)> {
         None
     }
     #[inline(always)]
@@ -92,38 +91,50 @@ impl<'p> Protection<'p> for Unprotected {
 /// The adaptive policy, breaker, budget and breaker permit of one call, any of them possibly
 /// unset; untouched on success unless one is set.
 pub struct Protected<'p> {
-    adaptive: Option<&'p dyn Adapt>,
-    /// The policy as the adaptive policy adjusted it at the call's start.
-    tuned: Option<RetryPolicy>,
-    /// When the running attempt started, for the adaptive window's latency.
-    attempt_started: Option<Instant>,
+    adaptive: Option<Adapted<'p>>,
     pub(super) breaker: Option<&'p CircuitBreaker>,
     pub(super) budget: Option<&'p RetryBudget>,
     permit: Option<CircuitPermit<'p>>,
 }
 
+/// A call under an adaptive policy: where its attempts are recorded, and the delay shape the
+/// policy tuned at the call's start (its attempts are the call's limit). Only what tuning
+/// changes, not a whole tuned [`RetryPolicy`](crate::RetryPolicy): this lives in every protected async future.
+struct Adapted<'p> {
+    source: &'p dyn Adapt,
+    base: Duration,
+    multiplier: f64,
+    /// When the running attempt started, for the window's latency.
+    started: Option<Instant>,
+}
+
 impl<'p> Protected<'p> {
     const NONE: Self = Protected {
         adaptive: None,
-        tuned: None,
-        attempt_started: None,
         breaker: None,
         budget: None,
         permit: None,
     };
 
-    /// Record attempts into `source`, whose tuning of the policy is `tuned`.
-    pub(super) fn adapt(&mut self, source: &'p dyn Adapt, tuned: RetryPolicy) {
-        self.adaptive = Some(source);
-        self.tuned = Some(tuned);
+    /// Record attempts into `source`, which tuned this call's first delay and multiplier.
+    pub(super) fn adapt(&mut self, source: &'p dyn Adapt, base: Duration, multiplier: f64) {
+        self.adaptive = Some(Adapted {
+            source,
+            base,
+            multiplier,
+            started: None,
+        });
     }
 
     /// Record the attempt that started in `begin_attempt` into the adaptive window.
     #[inline]
     fn end_attempt(&mut self, failed: bool) {
-        if let (Some(source), Some(started)) = (self.adaptive, self.attempt_started.take()) {
-            let ended = clock::now();
-            source.record(failed, ended.saturating_duration_since(started), ended);
+        if let Some(adapted) = &mut self.adaptive {
+            if let Some(started) = adapted.started.take() {
+                let ended = clock::now();
+                let latency = ended.saturating_duration_since(started);
+                adapted.source.record(failed, latency, ended);
+            }
         }
     }
 
@@ -144,13 +155,13 @@ impl<'p> Protection<'p> for Protected<'p> {
         self
     }
     #[inline]
-    fn tuned(&self) -> Option<&RetryPolicy> {
-        self.tuned.as_ref()
+    fn tuned(&self) -> Option<(Duration, f64)> {
+        self.adaptive.as_ref().map(|a| (a.base, a.multiplier))
     }
     #[inline]
     fn begin_attempt(&mut self) {
-        if self.adaptive.is_some() {
-            self.attempt_started = Some(clock::now());
+        if let Some(adapted) = &mut self.adaptive {
+            adapted.started = Some(clock::now());
         }
     }
     #[inline(always)]
@@ -205,13 +216,15 @@ impl<'p> Protection<'p> for Protected<'p> {
     fn take_hold(&mut self) -> AttemptHold<'p> {
         AttemptHold {
             permit: self.permit.take(),
-            started: self.attempt_started.take(),
+            started: self.adaptive.as_mut().and_then(|a| a.started.take()),
         }
     }
     #[inline]
     fn put_hold(&mut self, hold: AttemptHold<'p>) {
         self.permit = hold.permit;
-        self.attempt_started = hold.started;
+        if let Some(adapted) = &mut self.adaptive {
+            adapted.started = hold.started;
+        }
     }
 }
 
@@ -275,7 +288,7 @@ impl std::fmt::Debug for Protected<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Protected")
             .field("adaptive", &self.adaptive.is_some())
-            .field("tuned", &self.tuned)
+            .field("tuned", &self.tuned())
             .field("breaker", &self.breaker)
             .field("budget", &self.budget)
             .field("permit", &self.permit)
