@@ -293,3 +293,53 @@ fn adjustments_keep_the_deadline_and_the_nested_once_rule() {
     assert_eq!(attempts, 3);
     assert_eq!(slept, [Duration::ZERO, Duration::ZERO]);
 }
+
+fn stingy(_: &Stats, t: Tuning) -> Tuning {
+    Tuning { attempts: 1, ..t }
+}
+
+static STINGY: AdaptivePolicy<8> = AdaptivePolicy::new(&[stingy]).min_samples(1);
+
+thread_local! {
+    static NEXTS: std::cell::RefCell<Vec<retry_kit::Next>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn note_next(failure: &retry_kit::Failure<'_, Upstream>) {
+    NEXTS.with(|n| n.borrow_mut().push(failure.next));
+}
+
+#[retryable(attempts = 1, backoff = "fixed", base = "0ms", jitter = "none", nested = "once",
+            adaptive = GENEROUS, on_failure = note_next)]
+fn once_tuned_up() -> Result<(), Upstream> {
+    Err(Upstream::Unavailable)
+}
+
+#[retryable(attempts = 3, base = "0ms", nested = "once", adaptive = STINGY,
+            on_failure = note_next)]
+fn once_tuned_down() -> Result<(), Upstream> {
+    Err(Upstream::Unavailable)
+}
+
+#[retryable(attempts = 1)]
+fn outer_of(inner: fn() -> Result<(), Upstream>) -> Result<(), Upstream> {
+    inner()
+}
+
+#[test]
+fn nested_once_defers_to_the_outer_call_by_the_tuned_attempts() {
+    use retry_kit::{Next, StopReason};
+    GENEROUS.record(true, Duration::ZERO);
+    STINGY.record(true, Duration::ZERO);
+    let nexts = || NEXTS.with(|n| std::mem::take(&mut *n.borrow_mut()));
+    // Declared 1 attempt, tuned to 6: this call would have retried, so it defers.
+    assert_eq!(outer_of(once_tuned_up), Err(Upstream::Unavailable));
+    assert_eq!(nexts(), [Next::Stop(StopReason::DeferredToOuter)]);
+    // Declared 3, tuned to 1: it would not have retried; its attempts are used up.
+    assert_eq!(outer_of(once_tuned_down), Err(Upstream::Unavailable));
+    assert_eq!(nexts(), [Next::Stop(StopReason::AttemptsExhausted)]);
+    // Outside any attempt, the tuned-up call makes its 6 attempts, 2 s apart (virtual).
+    let (result, slept) = retry_kit::testing::record_sleeps(once_tuned_up);
+    assert_eq!(result, Err(Upstream::Unavailable));
+    assert_eq!(slept, [Duration::from_secs(2); 5]);
+    assert_eq!(nexts().len(), 6);
+}

@@ -445,3 +445,33 @@ async fn a_hedge_that_finds_the_work_already_done_returns_its_receipt() {
     assert_eq!(replica.dropped(), [1]);
     assert_eq!(take_records(), [(2, Next::Stop(StopReason::AlreadyDone))]);
 }
+
+#[retryable(
+    attempts = 3,
+    base = "0ms",
+    idempotent,
+    hedge = "10ms",
+    nested = "once"
+)]
+async fn hedged_once(started: &Mutex<u32>) -> Result<u32, ReadError> {
+    *started.lock().unwrap() += 1;
+    sleep(50 * MS).await;
+    Err(ReadError::Unavailable)
+}
+
+#[retryable(attempts = 2, base = "0ms")]
+async fn outer_of_hedged(started: &Mutex<u32>) -> Result<u32, ReadError> {
+    hedged_once(started).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn nested_once_makes_one_attempt_and_no_hedge_inside_an_outer_attempt() {
+    let started = Mutex::new(0);
+    assert_eq!(outer_of_hedged(&started).await, Err(ReadError::Unavailable));
+    // One attempt for each of the outer call's two, though each was slow past the delay.
+    assert_eq!(*started.lock().unwrap(), 2);
+    // Outside any attempt the same function hedges: three attempts start.
+    *started.lock().unwrap() = 0;
+    assert_eq!(hedged_once(&started).await, Err(ReadError::Unavailable));
+    assert_eq!(*started.lock().unwrap(), 3);
+}

@@ -38,8 +38,9 @@ pub use hedge::{Ended, Event, Hedge, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
 pub use protection::{
-    AsBreaker, AsBudget, CircuitSlot, Equip, HoldsCircuitOpen, IntoShared, NoCircuit, PanicSink,
-    Protected, Protection, Shared, Unprotected, breaker_of, budget_of, circuit_open,
+    AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, Equip, HoldsCircuitOpen,
+    IntoShared, NoAdaptive, NoBudget, NoCircuit, PanicSink, Protected, Protection, Shared,
+    Unprotected, WithAdaptive, WithBudget, WithCircuit, breaker_of, budget_of, circuit_open,
 };
 pub use retry::{AlreadyDone, AsPolicy, BreakerWith, Retry, policy_of};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};

@@ -66,7 +66,7 @@ use crate::policy::RetryPolicy;
 use crate::run::Retry;
 use crate::run::classifier::{ByTrait, Classifier};
 use crate::run::hook::{Hook, NoHook};
-use crate::run::protection::{Equip, IntoShared, Shared, Unprotected};
+use crate::run::protection::{Equip, IntoShared, Unprotected, WithBudget, WithCircuit};
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
@@ -124,9 +124,9 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
     pub fn circuit(
         self,
         breaker: &'static CircuitBreaker,
-    ) -> RetryLayer<C, H, Shared<'static, &'static CircuitBreaker>, T>
+    ) -> RetryLayer<C, H, WithCircuit<S, &'static CircuitBreaker>, T>
     where
-        S: IntoShared<'static>,
+        S: IntoShared,
     {
         RetryLayer {
             policy: self.policy,
@@ -138,9 +138,9 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
     pub fn budget(
         self,
         budget: &'static RetryBudget,
-    ) -> RetryLayer<C, H, Shared<'static, S::Circuit>, T>
+    ) -> RetryLayer<C, H, WithBudget<S, &'static RetryBudget>, T>
     where
-        S: IntoShared<'static>,
+        S: IntoShared,
     {
         RetryLayer {
             policy: self.policy,

@@ -67,17 +67,31 @@ pub struct Call<'p, S = Unprotected> {
     /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating: 8 bytes
     /// instead of a `Duration`'s 16 in every async retryable future.
     previous: u64,
+    /// The most attempts this call makes, with one special value: 0 is a call nested inside
+    /// another's attempt under `nested = "once"` whose policy would have retried: it makes one
+    /// attempt, then stops with [`StopReason::DeferredToOuter`] (see [`once_limit`]). Not a
+    /// flag beside the limit: deciding it from the policy at the start cost the fn form,
+    /// whose policy is not a constant, 3 instructions a call.
     max_attempts: u32,
-    /// Inside another call's attempt with `nested = "once"`: a single attempt.
-    single: bool,
-    /// `single`, and the policy would have retried: a retryable failure stops with
-    /// [`StopReason::DeferredToOuter`].
-    defers: bool,
     /// The running attempt was cut off by `attempt_timeout` (see `settle_timed`): its class is
     /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no
     /// [`Protected`] state.
     timed_out: bool,
     pub(super) protection: S,
+}
+
+/// Whether a call under `policy` makes a single attempt: `nested = "once"` inside another
+/// call's attempt.
+#[inline(always)]
+fn single_attempt(policy: &RetryPolicy, inherited: context::Inherited) -> bool {
+    inherited.inside_attempt && policy.nested == Nested::Once
+}
+
+/// The `max_attempts` of a single-attempt call whose policy allows `attempts`: 0 (defer to
+/// the outer call) if it would have retried, else 1.
+#[inline]
+const fn once_limit(attempts: u32) -> u32 {
+    if attempts > 1 { 0 } else { 1 }
 }
 
 impl<'p> Call<'p> {
@@ -94,16 +108,17 @@ impl<'p> Call<'p> {
         } else {
             (None, inherited.deadline)
         };
-        let single = inherited.inside_attempt && policy.nested == Nested::Once;
-        let max_attempts = if single { 1 } else { policy.attempts.max(1) };
+        let single = single_attempt(policy, inherited);
         Call {
             policy,
             ctx: CallCtx::new(deadline),
             start,
             previous: nanos(policy.base),
-            max_attempts,
-            single,
-            defers: single && policy.attempts > 1,
+            max_attempts: if single {
+                once_limit(policy.attempts)
+            } else {
+                policy.attempts.max(1)
+            },
             timed_out: false,
             protection: Unprotected,
         }
@@ -137,8 +152,6 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             start: self.start,
             previous: self.previous,
             max_attempts: self.max_attempts,
-            single: self.single,
-            defers: self.defers,
             timed_out: self.timed_out,
             protection: self.protection.into_protected(),
         }
@@ -164,12 +177,13 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             .base(tuned.base)
             .multiplier(tuned.multiplier);
         let mut call = self.protected();
-        if call.single {
-            // Deferred to the outer call only if this one would have retried.
-            call.defers = tuned.attempts > 1;
+        // Whether the call is nested-once is not kept: ask again (the enclosing attempt is the
+        // one `new` saw, as the call is equipped before its first attempt).
+        call.max_attempts = if single_attempt(policy, context::inherited()) {
+            once_limit(tuned.attempts)
         } else {
-            call.max_attempts = tuned.attempts;
-        }
+            tuned.attempts
+        };
         call.previous = nanos(tuned.base);
         call.protection.adapt(source, tuned.base, tuned.multiplier);
         call
@@ -371,7 +385,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         if self.attempt() < self.max_attempts {
             return None;
         }
-        if self.defers {
+        if self.max_attempts == 0 {
             return Some(StopReason::DeferredToOuter);
         }
         Some(StopReason::AttemptsExhausted)

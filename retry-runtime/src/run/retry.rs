@@ -4,7 +4,9 @@
 use super::classifier::{Borrowed, ByTrait, Classifier, resolve_already_done};
 use super::hook::{Displayed, Hook, NoHook};
 use super::outcome::{Conversion, Outcome};
-use super::protection::{Equip, IntoShared, Shared, Unprotected};
+use super::protection::{
+    Equip, IntoShared, Shared, Unprotected, WithAdaptive, WithBudget, WithCircuit,
+};
 use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
@@ -211,12 +213,19 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// assert_eq!(slept.len(), 0, "four failures in the window: a single attempt");
     /// assert_eq!(ADAPT.stats().count, 5);
     /// ```
-    pub fn adaptive(self, source: &'p dyn Adapt) -> Retry<'p, C, H, Shared<'p, S::Circuit>, T>
+    pub fn adaptive(
+        self,
+        source: &'p dyn Adapt,
+    ) -> Retry<'p, C, H, WithAdaptive<S, &'p dyn Adapt>, T>
     where
-        S: IntoShared<'p>,
+        S: IntoShared,
     {
-        let mut protection = self.protection.into_shared();
-        protection.adaptive = Some(source);
+        let shared = self.protection.into_shared();
+        let protection = Shared {
+            circuit: shared.circuit,
+            budget: shared.budget,
+            adaptive: source,
+        };
         rebuild!(self, protection: protection)
     }
 
@@ -262,9 +271,9 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     pub fn circuit(
         self,
         breaker: &'p CircuitBreaker,
-    ) -> Retry<'p, C, H, Shared<'p, &'p CircuitBreaker>, T>
+    ) -> Retry<'p, C, H, WithCircuit<S, &'p CircuitBreaker>, T>
     where
-        S: IntoShared<'p>,
+        S: IntoShared,
     {
         let shared = self.protection.into_shared();
         let protection = Shared {
@@ -281,9 +290,9 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         self,
         breaker: &'p CircuitBreaker,
         refused: Conversion<CircuitOpen, E>,
-    ) -> Retry<'p, C, H, Shared<'p, BreakerWith<'p, E>>, T>
+    ) -> Retry<'p, C, H, WithCircuit<S, BreakerWith<'p, E>>, T>
     where
-        S: IntoShared<'p>,
+        S: IntoShared,
     {
         let shared = self.protection.into_shared();
         let protection = Shared {
@@ -316,12 +325,19 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// // retry is refused; from then on every call makes one attempt.
     /// assert_eq!(attempts, 4 + 1 + 1 + 1);
     /// ```
-    pub fn budget(self, budget: &'p RetryBudget) -> Retry<'p, C, H, Shared<'p, S::Circuit>, T>
+    pub fn budget(
+        self,
+        budget: &'p RetryBudget,
+    ) -> Retry<'p, C, H, WithBudget<S, &'p RetryBudget>, T>
     where
-        S: IntoShared<'p>,
+        S: IntoShared,
     {
-        let mut protection = self.protection.into_shared();
-        protection.budget = Some(budget);
+        let shared = self.protection.into_shared();
+        let protection = Shared {
+            circuit: shared.circuit,
+            budget,
+            adaptive: shared.adaptive,
+        };
         rebuild!(self, protection: protection)
     }
 
