@@ -70,9 +70,12 @@ impl CallCtx {
         self.attempt.get()
     }
 
+    /// Count a new attempt. Cannot overflow: the engine starts an attempt only while the
+    /// count is below the call's limit, a `u32` (`Call::exhausted`, `Call::may_start_more`),
+    /// so a plain increment does; saturating cost 3 instructions an attempt.
     #[inline]
     pub(crate) fn begin_attempt(&self) {
-        self.attempt.set(self.attempt.get().saturating_add(1));
+        self.attempt.set(self.attempt.get().wrapping_add(1));
     }
 
     /// The context of one hedged attempt of this call (see [`crate::run::hedge`]): its own
