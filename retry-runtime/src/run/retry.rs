@@ -12,6 +12,7 @@ use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::class::Classify;
+#[cfg(feature = "tokio")]
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;

@@ -10,9 +10,12 @@ use super::classifier::Classifier;
 use super::hook::Hook;
 use super::protection::Equip;
 use super::retry::Retry;
-use super::timeout::{TimeoutSlot, Untimed};
+#[cfg(feature = "tokio")]
+use super::timeout::TimeoutSlot;
+use super::timeout::Untimed;
 use crate::class::ErrorClass;
 use crate::error::{CircuitOpen, TimedOut};
+#[cfg(feature = "tokio")]
 use std::future::Future;
 use std::time::Duration;
 
