@@ -19,23 +19,33 @@ pub(super) enum Outcome {
 #[must_use = "a permit records nothing unless given the call's outcome"]
 pub struct CircuitPermit<'b> {
     breaker: Option<&'b CircuitBreaker>,
-    generation: u32,
-    probe: bool,
+    /// The breaker's generation when the permit was given (30 bits, see `Word`), and in the
+    /// top bit whether it is a probe. One word, not a `u32` and a `bool`: moving the permit
+    /// into a call then read the `bool` back with a 4-byte load after a 1-byte store, a
+    /// store-to-load forwarding stall on every protected call.
+    stamp: u32,
 }
+
+const PROBE: u32 = 1 << 31;
 
 impl<'b> CircuitPermit<'b> {
     #[inline]
     pub(super) fn new(breaker: &'b CircuitBreaker, generation: u32, probe: bool) -> Self {
+        debug_assert!(generation & PROBE == 0, "generations are 30 bits");
         CircuitPermit {
             breaker: Some(breaker),
-            generation,
-            probe,
+            stamp: generation | if probe { PROBE } else { 0 },
         }
     }
 
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
-        self.probe
+        self.stamp & PROBE != 0
+    }
+
+    #[inline]
+    fn generation(&self) -> u32 {
+        self.stamp & !PROBE
     }
 
     /// The call succeeded (or got an answer: a permanent error).
@@ -65,11 +75,11 @@ impl<'b> CircuitPermit<'b> {
         let Some(breaker) = self.breaker.take() else {
             return;
         };
-        match (self.probe, outcome) {
+        match (self.is_probe(), outcome) {
             (false, Outcome::Success) => breaker.closed_success(),
-            (false, Outcome::Failure) => breaker.closed_failure(self.generation),
+            (false, Outcome::Failure) => breaker.closed_failure(self.generation()),
             (false, Outcome::Neither) => {}
-            (true, outcome) => breaker.probe_done(self.generation, outcome),
+            (true, outcome) => breaker.probe_done(self.generation(), outcome),
         }
     }
 }
@@ -91,7 +101,7 @@ impl Drop for CircuitPermit<'_> {
 impl fmt::Debug for CircuitPermit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CircuitPermit")
-            .field("probe", &self.probe)
+            .field("probe", &self.is_probe())
             .field("pending", &self.breaker.is_some())
             .finish()
     }
