@@ -446,6 +446,32 @@ async fn a_hedge_that_finds_the_work_already_done_returns_its_receipt() {
     assert_eq!(take_records(), [(2, Next::Stop(StopReason::AlreadyDone))]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_builder_hedge_turns_an_already_done_answer_into_the_receipt() {
+    take_records();
+    let replica = Replica::new(vec![(1000, Ok(42)), (10, Err(ReadError::Duplicate(42)))]);
+    let policy = RetryPolicy::new().attempts(3).idempotent(true);
+    let start = Instant::now();
+    let result = Retry::new(&policy)
+        .on_failure(record)
+        .hedge(50 * MS)
+        .already_done(receipt)
+        .call_async(|| replica.read())
+        .await;
+    assert_eq!(result, Ok(42));
+    assert_eq!(start.elapsed(), 60 * MS);
+    assert_eq!(replica.dropped(), [1]);
+    assert_eq!(take_records(), [(2, Next::Stop(StopReason::AlreadyDone))]);
+    // Other errors pass through `receipt` unchanged: a permanent one stops the call as is.
+    let replica = Replica::new(vec![(10, Err(ReadError::NotFound))]);
+    let result = Retry::new(&policy)
+        .hedge(50 * MS)
+        .already_done(receipt)
+        .call_async(|| replica.read())
+        .await;
+    assert_eq!(result, Err(ReadError::NotFound));
+}
+
 #[retryable(
     attempts = 3,
     base = "0ms",

@@ -102,6 +102,9 @@ macro_rules! rebuild {
     };
 }
 
+// Used by `Hedge::already_done` (run/hedge.rs).
+pub(crate) use rebuild;
+
 /// Retry closures without the attribute: a policy plus, optionally, a classifier and a failure
 /// hook, and shared protection. The loop is the one `#[retryable]` expands to, over the same
 /// engine; what each setting costs is chosen by type, so a builder without protection runs the
