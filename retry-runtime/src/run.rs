@@ -27,6 +27,7 @@ pub mod protection;
 pub mod retry;
 pub mod retry_if;
 mod retry_loop;
+pub mod shared;
 pub mod stop;
 pub mod timeout;
 
@@ -37,13 +38,14 @@ pub use classifier::{
 pub use hedge::{Ended, Event, Hedge, HedgeAlreadyDone, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
-pub use protection::{
-    AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, Equip, HoldsCircuitOpen,
-    IntoShared, NoAdaptive, NoBudget, NoCircuit, PanicSink, Protected, Protection, Shared,
-    Unprotected, WithAdaptive, WithBudget, WithCircuit, breaker_of, budget_of, circuit_open,
-};
+pub use protection::{PanicSink, Protected, Protection, Unprotected};
 pub use retry::{AlreadyDone, AsPolicy, BreakerWith, Retry, policy_of};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
+pub use shared::{
+    AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, Equip, HoldsCircuitOpen,
+    IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, WithAdaptive, WithBudget, WithCircuit,
+    breaker_of, budget_of, circuit_open,
+};
 pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{
     AttemptTimeout, HoldsTimedOut, NoTimeout, Timed, TimeoutSlot, Untimed, timed, timed_out,

@@ -35,8 +35,9 @@ use super::call::Call;
 use super::classifier::{Borrowed, Classifier, resolve_already_done};
 use super::hook::Hook;
 use super::outcome::Outcome;
-use super::protection::{Equip, Protection};
+use super::protection::Protection;
 use super::retry::{Retry, begin, rebuild};
+use super::shared::Equip;
 use super::timeout::TimeoutSlot;
 
 use crate::context::CallCtx;

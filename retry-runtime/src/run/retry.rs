@@ -4,9 +4,8 @@
 use super::classifier::{Borrowed, ByTrait, Classifier, resolve_already_done};
 use super::hook::{Displayed, Hook, NoHook};
 use super::outcome::{Conversion, Outcome};
-use super::protection::{
-    Equip, IntoShared, Shared, Unprotected, WithAdaptive, WithBudget, WithCircuit,
-};
+use super::protection::Unprotected;
+use super::shared::{Equip, IntoShared, Shared, WithAdaptive, WithBudget, WithCircuit};
 use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;

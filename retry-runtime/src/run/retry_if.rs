@@ -8,8 +8,8 @@
 
 use super::classifier::Classifier;
 use super::hook::Hook;
-use super::protection::Equip;
 use super::retry::Retry;
+use super::shared::Equip;
 #[cfg(feature = "tokio")]
 use super::timeout::TimeoutSlot;
 use super::timeout::Untimed;

@@ -8,8 +8,8 @@ use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{ForEachRequest, Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
 use crate::run::hook::{Hook, NoHook};
-use crate::run::protection::Shared;
 use crate::run::retry::{begin, timed_attempt};
+use crate::run::shared::Shared;
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
 

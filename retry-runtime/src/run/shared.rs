@@ -1,0 +1,366 @@
+//! How a front end equips each call with shared protection: a [`Retry`](super::Retry)
+//! builder's [`Shared`] breaker, budget and adaptive policy (each slot chosen by type), the
+//! [`Equip`] step that starts a call with them, and what `#[retryable(circuit = ..,
+//! budget = ..)]` accepts as a breaker or budget.
+//!
+//! The call's own protection state, and what the engine does with it, is
+//! [`protection`](super::protection).
+
+use super::call::Call;
+use super::outcome::{Conversion, Outcome};
+use super::protection::{Protected, Protection, Unprotected};
+use crate::adaptive::Adapt;
+use crate::breaker::CircuitBreaker;
+use crate::budget::RetryBudget;
+use crate::error::CircuitOpen;
+use std::sync::Arc;
+
+/// The shared protection of a [`Retry`](super::Retry) builder once one of
+/// [`circuit`](super::Retry::circuit), [`budget`](super::Retry::budget) or
+/// [`adaptive`](super::Retry::adaptive) is set: the breaker slot `K` ([`NoCircuit`], or a breaker
+/// with the conversion of its refusal), the budget slot `B` ([`NoBudget`] or a budget) and the
+/// adaptive slot `A` ([`NoAdaptive`] or a policy).
+///
+/// Each piece is chosen by type, not held as a run-time `Option`: a builder with a breaker
+/// alone carries one reference, and equipping its calls folds the absent budget and adaptive
+/// policy away (the async fn form with a breaker: 323 instructions a call with `Option`s,
+/// 269 with the budget and adaptive policy known absent, by `benches/instructions.sh`).
+#[derive(Clone, Copy)]
+pub struct Shared<K, B = NoBudget, A = NoAdaptive> {
+    pub(super) circuit: K,
+    pub(super) budget: B,
+    pub(super) adaptive: A,
+}
+
+impl<'p, K: std::fmt::Debug, B: BudgetSlot<'p>, A: AdaptiveSlot<'p>> std::fmt::Debug
+    for Shared<K, B, A>
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("circuit", &self.circuit)
+            .field("budget", &self.budget.budget())
+            .field("adaptive", &self.adaptive.adaptive().is_some())
+            .finish()
+    }
+}
+
+/// The protection `S` with its breaker slot set to `K` (what `circuit` makes of a builder).
+pub type WithCircuit<S, K> = Shared<K, <S as IntoShared>::Budget, <S as IntoShared>::Adaptive>;
+/// The protection `S` with its budget slot set to `B`.
+pub type WithBudget<S, B> = Shared<<S as IntoShared>::Circuit, B, <S as IntoShared>::Adaptive>;
+/// The protection `S` with its adaptive slot set to `A`.
+pub type WithAdaptive<S, A> = Shared<<S as IntoShared>::Circuit, <S as IntoShared>::Budget, A>;
+
+/// The budget slot of a [`Shared`] protection without a budget.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoBudget;
+
+/// The adaptive slot of a [`Shared`] protection without an adaptive policy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoAdaptive;
+
+/// How a [`Shared`] protection finds its budget: [`NoBudget`], a budget, or a budget chosen
+/// per call (`Option`, what the HTTP front ends resolve for each request).
+pub trait BudgetSlot<'p>: Copy {
+    /// The budget, if there is one.
+    fn budget(&self) -> Option<&'p RetryBudget>;
+}
+
+impl BudgetSlot<'_> for NoBudget {
+    #[inline(always)]
+    fn budget(&self) -> Option<&'static RetryBudget> {
+        None
+    }
+}
+
+impl<'p> BudgetSlot<'p> for &'p RetryBudget {
+    #[inline(always)]
+    fn budget(&self) -> Option<&'p RetryBudget> {
+        Some(*self)
+    }
+}
+
+impl<'p> BudgetSlot<'p> for Option<&'p RetryBudget> {
+    #[inline(always)]
+    fn budget(&self) -> Option<&'p RetryBudget> {
+        *self
+    }
+}
+
+/// How a [`Shared`] protection finds its adaptive policy: [`NoAdaptive`], or a policy.
+pub trait AdaptiveSlot<'p>: Copy {
+    /// The adaptive policy, if there is one.
+    fn adaptive(&self) -> Option<&'p dyn Adapt>;
+}
+
+impl AdaptiveSlot<'_> for NoAdaptive {
+    #[inline(always)]
+    fn adaptive(&self) -> Option<&'static dyn Adapt> {
+        None
+    }
+}
+
+impl<'p> AdaptiveSlot<'p> for &'p dyn Adapt {
+    #[inline(always)]
+    fn adaptive(&self) -> Option<&'p dyn Adapt> {
+        Some(*self)
+    }
+}
+
+/// A [`Retry`](super::Retry) builder's protection, [`Unprotected`] or [`Shared`], on its way to
+/// [`Shared`] when one more piece is set.
+pub trait IntoShared {
+    /// The breaker slot it keeps.
+    type Circuit;
+    /// The budget slot it keeps.
+    type Budget;
+    /// The adaptive slot it keeps.
+    type Adaptive;
+    /// The same protection as [`Shared`].
+    fn into_shared(self) -> Shared<Self::Circuit, Self::Budget, Self::Adaptive>;
+}
+
+impl IntoShared for Unprotected {
+    type Circuit = NoCircuit;
+    type Budget = NoBudget;
+    type Adaptive = NoAdaptive;
+    #[inline]
+    fn into_shared(self) -> Shared<NoCircuit> {
+        Shared {
+            circuit: NoCircuit,
+            budget: NoBudget,
+            adaptive: NoAdaptive,
+        }
+    }
+}
+
+impl<K, B, A> IntoShared for Shared<K, B, A> {
+    type Circuit = K;
+    type Budget = B;
+    type Adaptive = A;
+    #[inline]
+    fn into_shared(self) -> Shared<K, B, A> {
+        self
+    }
+}
+
+/// How a [`Retry`](super::Retry) builder's protection equips each call, for errors of type `E`:
+/// [`Unprotected`] leaves it unprotected; [`Shared`] makes it [`Protected`] and asks the breaker
+/// for the first attempt, turning a refusal into an `E`.
+///
+/// Two steps, so that the call is built in place: returning it inside a `Result` made the
+/// builder copy the whole protected call once per call (a `memcpy` of 58 instructions,
+/// sync_success_breaker/fn by callgrind).
+pub trait Equip<'p, E> {
+    /// The call's protection state.
+    type State: Protection<'p>;
+    /// Equip `call` with the breaker, budget and adaptive policy.
+    fn equip(&self, call: Call<'p>) -> Call<'p, Self::State>;
+    /// Ask the breaker for the first attempt; `Err` when it refuses.
+    fn admit(&self, call: &mut Call<'p, Self::State>) -> Result<(), E>;
+}
+
+impl<'p, E> Equip<'p, E> for Unprotected {
+    type State = Unprotected;
+    #[inline(always)]
+    fn equip(&self, call: Call<'p>) -> Call<'p> {
+        call
+    }
+    #[inline(always)]
+    fn admit(&self, _: &mut Call<'p>) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+// `'a: 'p`: a builder whose breaker and budget are `'static` (a tower layer's) equips calls that
+// borrow a shorter-lived policy.
+impl<'p, 'a: 'p, E, K, B, A> Equip<'p, E> for Shared<K, B, A>
+where
+    K: CircuitSlot<'a, E>,
+    B: BudgetSlot<'a>,
+    A: AdaptiveSlot<'a>,
+{
+    type State = Protected<'p>;
+    // Always inlined: left to the optimiser it stayed out of line, 47 more instructions a call
+    // (sync_success_breaker/fn: 317 against 270, by callgrind).
+    #[inline(always)]
+    fn equip(&self, call: Call<'p>) -> Call<'p, Protected<'p>> {
+        let mut call = match self.adaptive.adaptive() {
+            Some(source) => call.adaptive(source),
+            None => call.protected(),
+        };
+        // Set in place: every reassignment of the call would be a copy of it.
+        call.protection.budget = self.budget.budget();
+        call.protection.breaker = self.circuit.slot().map(|(breaker, _)| breaker);
+        call
+    }
+    #[inline(always)]
+    fn admit(&self, call: &mut Call<'p, Protected<'p>>) -> Result<(), E> {
+        match self.circuit.slot() {
+            Some((_, refused)) => call.admit().map_err(refused),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The breaker slot of a [`Retry`](super::Retry) builder without a breaker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoCircuit;
+
+/// How a [`Retry`](super::Retry) builder finds its breaker, and turns a refused first attempt
+/// into the error type `E`.
+#[diagnostic::on_unimplemented(
+    message = "a circuit breaker needs `impl From<CircuitOpen>` for the error type `{E}`",
+    label = "the error type cannot hold a `CircuitOpen`",
+    note = "when the breaker refuses the first attempt, the call returns `Err(E::from(CircuitOpen))` without running the operation",
+    note = "add `impl From<retry_kit::CircuitOpen> for E`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
+)]
+pub trait CircuitSlot<'p, E> {
+    /// The breaker and the conversion, if there is a breaker.
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)>;
+}
+
+impl<E> CircuitSlot<'_, E> for NoCircuit {
+    #[inline]
+    fn slot(&self) -> Option<(&'static CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        None
+    }
+}
+
+impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for &'p CircuitBreaker {
+    #[inline]
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        Some((*self, E::from))
+    }
+}
+
+/// A breaker chosen per call, or none (what the HTTP middleware resolves for each request).
+impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<&'p CircuitBreaker> {
+    #[inline]
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        self.map(|breaker| (breaker, E::from as Conversion<CircuitOpen, E>))
+    }
+}
+
+#[cfg(any(
+    feature = "reqwest-middleware",
+    all(feature = "tower", feature = "http")
+))]
+impl<'p> Shared<Option<&'p CircuitBreaker>, Option<&'p RetryBudget>> {
+    /// Protection chosen per call: a breaker or none, a budget or none.
+    pub(crate) fn chosen(
+        circuit: Option<&'p CircuitBreaker>,
+        budget: Option<&'p RetryBudget>,
+    ) -> Self {
+        Shared {
+            circuit,
+            budget,
+            adaptive: NoAdaptive,
+        }
+    }
+}
+
+/// A breaker with its own conversion of a refusal (what [`Retry::circuit_with`](super::Retry::circuit_with) sets).
+impl<'p, E> CircuitSlot<'p, E> for (&'p CircuitBreaker, Conversion<CircuitOpen, E>) {
+    #[inline]
+    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+        Some(*self)
+    }
+}
+
+/// What `#[retryable(circuit = ...)]` accepts: a [`CircuitBreaker`], or a reference or `Arc` of
+/// one.
+#[diagnostic::on_unimplemented(
+    message = "`circuit = ...` takes a path to a `static CircuitBreaker`, not `{Self}`",
+    label = "expected a `CircuitBreaker`"
+)]
+pub trait AsBreaker {
+    /// The breaker.
+    fn as_breaker(&self) -> &CircuitBreaker;
+}
+
+impl AsBreaker for CircuitBreaker {
+    #[inline]
+    fn as_breaker(&self) -> &CircuitBreaker {
+        self
+    }
+}
+
+impl<B: AsBreaker + ?Sized> AsBreaker for &B {
+    #[inline]
+    fn as_breaker(&self) -> &CircuitBreaker {
+        (**self).as_breaker()
+    }
+}
+
+impl<B: AsBreaker + ?Sized> AsBreaker for Arc<B> {
+    #[inline]
+    fn as_breaker(&self) -> &CircuitBreaker {
+        (**self).as_breaker()
+    }
+}
+
+/// The breaker behind `circuit = PATH`.
+#[inline]
+pub fn breaker_of<B: AsBreaker + ?Sized>(breaker: &B) -> &CircuitBreaker {
+    breaker.as_breaker()
+}
+
+/// What `#[retryable(budget = ...)]` accepts: a [`RetryBudget`], or a reference or `Arc` of
+/// one.
+#[diagnostic::on_unimplemented(
+    message = "`budget = ...` takes a path to a `static RetryBudget`, not `{Self}`",
+    label = "expected a `RetryBudget`"
+)]
+pub trait AsBudget {
+    /// The budget.
+    fn as_budget(&self) -> &RetryBudget;
+}
+
+impl AsBudget for RetryBudget {
+    #[inline]
+    fn as_budget(&self) -> &RetryBudget {
+        self
+    }
+}
+
+impl<B: AsBudget + ?Sized> AsBudget for &B {
+    #[inline]
+    fn as_budget(&self) -> &RetryBudget {
+        (**self).as_budget()
+    }
+}
+
+impl<B: AsBudget + ?Sized> AsBudget for Arc<B> {
+    #[inline]
+    fn as_budget(&self) -> &RetryBudget {
+        (**self).as_budget()
+    }
+}
+
+/// The budget behind `budget = PATH`.
+#[inline]
+pub fn budget_of<B: AsBudget + ?Sized>(budget: &B) -> &RetryBudget {
+    budget.as_budget()
+}
+
+/// An error type that can hold a [`CircuitOpen`]: what `#[retryable(circuit = ...)]` requires.
+#[diagnostic::on_unimplemented(
+    message = "`circuit = ...` needs `impl From<CircuitOpen>` for the error type `{Self}`",
+    label = "the error type cannot hold a `CircuitOpen`",
+    note = "when the breaker refuses the first attempt, the function returns `Err(E::from(CircuitOpen))` without running its body",
+    note = "add `impl From<retry_kit::CircuitOpen> for E`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
+)]
+pub trait HoldsCircuitOpen: From<CircuitOpen> {}
+
+impl<E: From<CircuitOpen>> HoldsCircuitOpen for E {}
+
+/// The conversion of a breaker's refusal for the outcome type `R`. Generated code takes it at
+/// the `circuit` key, so that a missing `From<CircuitOpen>` is reported there.
+#[inline]
+pub fn circuit_open<R: Outcome>() -> fn(CircuitOpen) -> R::Error
+where
+    R::Error: HoldsCircuitOpen,
+{
+    <R::Error as From<CircuitOpen>>::from
+}
