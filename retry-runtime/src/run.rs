@@ -18,6 +18,7 @@
 //! `const` policy, equips it with the function's protection, and expands the same loop around
 //! the function's body, so that each attempt borrows the arguments afresh.
 
+pub mod already_done;
 pub mod call;
 pub mod classifier;
 pub mod hedge;
@@ -31,15 +32,16 @@ pub mod shared;
 pub mod stop;
 pub mod timeout;
 
+pub use already_done::{AlreadyDone, HedgeAlreadyDone};
 pub use call::{Call, InAttempt};
 pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
-pub use hedge::{Ended, Event, Hedge, HedgeAlreadyDone, Hedging, Then};
+pub use hedge::{Ended, Event, Hedge, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
 pub use protection::{PanicSink, Protected, Protection, Unprotected};
-pub use retry::{AlreadyDone, AsPolicy, BreakerWith, Retry, policy_of};
+pub use retry::{AsPolicy, BreakerWith, Retry, policy_of};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use shared::{
     AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, Equip, HoldsCircuitOpen,

@@ -1,7 +1,7 @@
 //! The non-macro front end: [`Retry`], a builder over the engine, and
 //! [`RetryPolicy::call`] / [`RetryPolicy::call_async`].
 
-use super::classifier::{Borrowed, ByTrait, Classifier, resolve_already_done};
+use super::classifier::{ByTrait, Classifier};
 use super::hook::{Displayed, Hook, NoHook};
 use super::outcome::{Conversion, Outcome};
 use super::protection::Unprotected;
@@ -101,7 +101,7 @@ macro_rules! rebuild {
     };
 }
 
-// Used by `Hedge::already_done` (run/hedge.rs).
+// Used by the "already done" front ends (run/already_done.rs).
 pub(crate) use rebuild;
 
 /// Retry closures without the attribute: a policy plus, optionally, a classifier and a failure
@@ -395,38 +395,6 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         crate::retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(&mut op))
     }
 
-    /// Turn an error the classifier calls [`ErrorClass::AlreadyDone`](crate::ErrorClass::AlreadyDone)
-    /// into the result, as `#[retryable(already_done = ...)]` does.
-    ///
-    /// ```
-    /// use retry_kit::{Classify, ErrorClass, Retry, RetryPolicy};
-    /// use std::time::Duration;
-    ///
-    /// #[derive(Debug, Classify)]
-    /// enum PayError {
-    ///     #[classify(transient)]
-    ///     Timeout,
-    ///     #[classify(already_done)]
-    ///     Duplicate(u64),
-    /// }
-    ///
-    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(3);
-    /// let mut answers = vec![Err(PayError::Duplicate(42)), Err(PayError::Timeout)];
-    /// let receipt = Retry::new(&policy)
-    ///     .already_done(|e| match e {
-    ///         PayError::Duplicate(receipt) => Ok(receipt),
-    ///         other => Err(other),
-    ///     })
-    ///     .call(|| answers.pop().unwrap());
-    /// assert_eq!(receipt.unwrap(), 42);
-    /// ```
-    pub fn already_done<R>(self, resolve: R) -> AlreadyDone<'p, R, C, H, S, T> {
-        AlreadyDone {
-            retry: self,
-            resolve,
-        }
-    }
-
     /// The same builder for another policy: how a tower layer, which owns its policy, makes
     /// the `Retry` of each call.
     #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
@@ -504,53 +472,6 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         T: TimeoutSlot<O::Error>,
     {
         self.call_async_with(op, clock::tokio_sleep)
-    }
-}
-
-/// A [`Retry`] that turns an "already done" error into the result: what
-/// [`Retry::already_done`] makes.
-#[derive(Debug)]
-#[must_use = "a Retry does nothing until `call` or `call_async`"]
-pub struct AlreadyDone<'p, R, C, H, S, T> {
-    retry: Retry<'p, C, H, S, T>,
-    resolve: R,
-}
-
-impl<'p, R, C, H, S, T> AlreadyDone<'p, R, C, H, S, T> {
-    /// Run `op` as [`Retry::call`] does; an "already done" last error becomes `resolve(error)`.
-    pub fn call<V, E>(self, op: impl FnMut() -> Result<V, E>) -> Result<V, E>
-    where
-        R: FnOnce(E) -> Result<V, E>,
-        C: Classifier<E>,
-        H: Hook<E>,
-        S: Equip<'p, E>,
-        T: Untimed,
-    {
-        let AlreadyDone { retry, resolve } = self;
-        let classifier = retry.classifier;
-        let outcome = rebuild!(retry, classifier: Borrowed(&classifier)).call(op);
-        resolve_already_done(outcome, &classifier, resolve)
-    }
-
-    /// Run the futures `op` makes as [`Retry::call_async`] does; an "already done" last error
-    /// becomes `resolve(error)`.
-    #[cfg(feature = "tokio")]
-    pub async fn call_async<V, E, F, Fut>(self, op: F) -> Result<V, E>
-    where
-        R: FnOnce(E) -> Result<V, E>,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<V, E>>,
-        C: Classifier<E>,
-        H: Hook<E>,
-        S: Equip<'p, E>,
-        T: TimeoutSlot<E>,
-    {
-        let AlreadyDone { retry, resolve } = self;
-        let classifier = retry.classifier;
-        let outcome = rebuild!(retry, classifier: Borrowed(&classifier))
-            .call_async(op)
-            .await;
-        resolve_already_done(outcome, &classifier, resolve)
     }
 }
 
