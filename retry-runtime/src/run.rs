@@ -7,12 +7,14 @@
 //! | `classifier` | [`Classifier`]: the `Classify` impl, a function, or both with a retry-after |
 //! | `hook` | [`Hook`]: what receives each [`Failure`] (`on_failure`) |
 //! | `call` | [`Call`], the engine: every decision between attempts |
-//! | `protection` | the breaker, budget and adaptive policy a call consults, chosen by type |
+//! | `protection` | the breaker, budget and adaptive policy a call consults, and its permit |
+//! | `shared` | how a front end equips each call: the builder's [`Shared`] slots, [`Equip`] |
 //! | `timeout` | per-attempt timeouts |
 //! | `retry_loop` | the sync and the async loop, written once, which every front end expands |
 //! | `retry` | [`Retry`], the builder, and [`RetryPolicy::call`](crate::RetryPolicy::call) |
 //! | `retry_if` | [`Rejected`]: `Ok` values retried by a predicate |
 //! | `hedge` | [`Hedging`]: the attempts in flight of a hedged call, its loop, and the builder's [`Hedge`] |
+//! | `already_done` | [`AlreadyDone`], [`HedgeAlreadyDone`]: an "already done" error as the result |
 //!
 //! `#[retryable]` generates what a [`Retry`] call does by hand: it builds a [`Call`] from a
 //! `const` policy, equips it with the function's protection, and expands the same loop around
