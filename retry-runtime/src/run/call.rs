@@ -7,8 +7,12 @@
 //! reads no clock, draws no random number and allocates nothing unless a deadline or a hook
 //! asks for time.
 
+mod hedged;
+mod in_attempt;
+
+pub use in_attempt::InAttempt;
+
 use super::classifier::Classifier;
-use super::hedge::{Ended, Then};
 use super::hook::Hook;
 use super::outcome::Outcome;
 use super::protection::{PanicGuard, Protected, Protection, Unprotected};
@@ -24,8 +28,6 @@ use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::{Jitter, Nested, RetryPolicy};
 use crate::rng;
 use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// The state of one retried call: the engine behind every loop in this crate.
@@ -465,102 +467,6 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         Ok(wait)
     }
 
-    /// Hedged calls: whether another attempt may still start.
-    #[inline]
-    pub(super) fn may_start_more(&self) -> bool {
-        self.attempt() < self.max_attempts
-    }
-
-    /// Hedged calls: count a new attempt (already admitted), and give it its own context and
-    /// its share of the protection (the breaker permit its admission took).
-    pub(super) fn begin_hedge(&mut self) -> (u32, CallCtx, S::Hold) {
-        self.ctx.begin_attempt();
-        self.protection.begin_attempt();
-        let hold = self.protection.take_hold();
-        (self.ctx.attempt(), self.ctx.for_hedge(), hold)
-    }
-
-    /// Hedged calls: admit one more attempt beside the running ones while another may start,
-    /// the deadline has not passed, and the budget and the breaker allow it as they would a
-    /// retry.
-    pub(super) fn admit_hedge(&mut self) -> bool {
-        if !self.may_start_more() {
-            return false;
-        }
-        if let Some(deadline) = self.ctx.deadline {
-            if clock::now() >= deadline {
-                return false;
-            }
-        }
-        self.protection.admit_retry(Ok(Duration::ZERO)).is_ok()
-    }
-
-    /// Decide what follows an attempt of a hedged call (see [`hedge`](super::hedge)), calling
-    /// the hook once if it failed.
-    pub fn after_hedged<R, C, H>(
-        &mut self,
-        outcome: &R,
-        ended: Ended<S::Hold>,
-        classifier: &C,
-        hook: &mut H,
-    ) -> Then
-    where
-        R: Outcome,
-        C: Classifier<R::Error>,
-        H: Hook<R::Error>,
-    {
-        self.protection.put_hold(ended.hold);
-        let Some(error) = outcome.error() else {
-            self.protection.succeeded();
-            if H::ACTIVE {
-                hook.on_success(ended.number);
-            }
-            return Then::Return;
-        };
-        let class = if ended.timed_out {
-            ErrorClass::IdempotentOnly
-        } else {
-            classifier.class(error)
-        };
-        self.protection.failed(class);
-        let next = match self.class_stop(class) {
-            Some(reason) => Next::Stop(reason),
-            None => {
-                let verdict = match self.exhausted() {
-                    Some(reason) => Err(reason),
-                    // At once, or after the error's retry-after: the running attempts have
-                    // already waited longer than a backoff would.
-                    None => {
-                        let max_delay = self.policy.max_delay;
-                        let verdict =
-                            self.bounded(Duration::ZERO, classifier.retry_after(error), max_delay);
-                        self.protection.admit_retry(verdict)
-                    }
-                };
-                match verdict {
-                    Err(_) if ended.running > 0 => Next::Wait {
-                        running: ended.running,
-                    },
-                    verdict => Next::of(verdict),
-                }
-            }
-        };
-        if H::ACTIVE {
-            hook.on_failure(&Failure {
-                attempt: ended.number,
-                error,
-                class,
-                elapsed: self.elapsed(),
-                next,
-            });
-        }
-        match next {
-            Next::Retry(delay) => Then::Start(delay),
-            Next::Wait { .. } => Then::Wait,
-            Next::Stop(_) => Then::Return,
-        }
-    }
-
     /// Time since the call started, or zero if no clock was read at the start.
     pub fn elapsed(&self) -> Duration {
         match self.start {
@@ -583,37 +489,4 @@ fn nanos(d: Duration) -> u64 {
         .checked_mul(1_000_000_000)
         .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
         .unwrap_or(u64::MAX)
-}
-
-/// One attempt of an async body, with its call's context installed on every poll, and its
-/// protection told if a poll panics.
-#[derive(Debug)]
-#[must_use = "futures do nothing unless awaited"]
-pub struct InAttempt<'c, 'p, F, S = Unprotected> {
-    /// One pointer for the context and the protection: this wrapper lives in every async
-    /// retryable future, across the attempt's awaits.
-    call: &'c mut Call<'p, S>,
-    body: F,
-}
-
-impl<'p, F: Future, S: Protection<'p>> Future for InAttempt<'_, 'p, F, S> {
-    type Output = F::Output;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // SAFETY: `body` is pinned structurally: it is never moved out of `self`, and
-        // `InAttempt` has no `Drop` impl. `call` is a plain reference and is not pinned.
-        let this = unsafe { self.get_unchecked_mut() };
-        let call = &mut *this.call;
-        let _entered = call.ctx.enter();
-        let body = unsafe { Pin::new_unchecked(&mut this.body) };
-        if S::GUARDED {
-            let guard = PanicGuard(&mut call.protection);
-            let out = body.poll(cx);
-            std::mem::forget(guard);
-            out
-        } else {
-            body.poll(cx)
-        }
-    }
 }
