@@ -11,7 +11,8 @@
 //! | `shared` | how a front end equips each call: the builder's [`Shared`] slots, [`Equip`] |
 //! | `timeout` | per-attempt timeouts |
 //! | `retry_loop` | the sync and the async loop, written once, which every front end expands |
-//! | `retry` | [`Retry`], the builder, and [`RetryPolicy::call`](crate::RetryPolicy::call) |
+//! | `retry` | [`Retry`], the builder |
+//! | `policy_call` | [`RetryPolicy::call`](crate::RetryPolicy::call), and what `policy = ...` accepts |
 //! | `retry_if` | [`Rejected`]: `Ok` values retried by a predicate |
 //! | `hedge` | [`Hedging`]: the attempts in flight of a hedged call, its loop, and the builder's [`Hedge`] |
 //! | `already_done` | [`AlreadyDone`], [`HedgeAlreadyDone`]: an "already done" error as the result |
@@ -26,6 +27,7 @@ pub mod classifier;
 pub mod hedge;
 pub mod hook;
 pub mod outcome;
+pub mod policy_call;
 pub mod protection;
 pub mod retry;
 pub mod retry_if;
@@ -42,8 +44,9 @@ pub use classifier::{
 pub use hedge::{Ended, Event, Hedge, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
+pub use policy_call::{AsPolicy, policy_of};
 pub use protection::{PanicSink, Protected, Protection, Unprotected};
-pub use retry::{AsPolicy, BreakerWith, Retry, policy_of};
+pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use shared::{
     AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, Equip, HoldsCircuitOpen,

@@ -1,5 +1,5 @@
-//! The non-macro front end: [`Retry`], a builder over the engine, and
-//! [`RetryPolicy::call`] / [`RetryPolicy::call_async`].
+//! The non-macro front end: [`Retry`], a builder over the engine. [`RetryPolicy::call`] is
+//! the shortcut over it (see [`policy_call`](super::policy_call)).
 
 use super::classifier::{ByTrait, Classifier};
 use super::hook::{Displayed, Hook, NoHook};
@@ -10,7 +10,6 @@ use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
-use crate::class::Classify;
 #[cfg(feature = "tokio")]
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
@@ -147,7 +146,7 @@ pub struct Retry<'p, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
 }
 
 impl<'p> Retry<'p> {
-    /// Retry by `policy`, classifying errors through their [`Classify`] impl.
+    /// Retry by `policy`, classifying errors through their [`Classify`](crate::Classify) impl.
     pub const fn new(policy: &'p RetryPolicy) -> Self {
         Retry {
             policy,
@@ -473,104 +472,4 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     {
         self.call_async_with(op, clock::tokio_sleep)
     }
-}
-
-impl RetryPolicy {
-    /// Run `op` under this policy, classifying errors with [`Classify`].
-    ///
-    /// ```
-    /// use retry_kit::{testing, RetryPolicy};
-    /// use std::{io, time::Duration};
-    ///
-    /// let policy = RetryPolicy::exponential(Duration::from_millis(10)).attempts(5);
-    /// let mut resets = 2;
-    /// let (result, slept) = testing::record_sleeps(|| {
-    ///     policy.call(|| {
-    ///         if resets > 0 {
-    ///             resets -= 1;
-    ///             return Err(io::Error::from(io::ErrorKind::ConnectionReset));
-    ///         }
-    ///         Ok(42)
-    ///     })
-    /// });
-    /// assert_eq!(result.unwrap(), 42);
-    /// assert_eq!(slept.len(), 2);
-    /// ```
-    #[inline]
-    pub fn call<T, E: Classify>(&self, op: impl FnMut() -> Result<T, E>) -> Result<T, E> {
-        Retry::new(self).call(op)
-    }
-
-    /// Run the futures `op` makes under this policy, sleeping with tokio.
-    ///
-    /// ```
-    /// use retry_kit::RetryPolicy;
-    /// use std::{io, time::Duration};
-    ///
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// let policy = RetryPolicy::fixed(Duration::from_secs(1)).attempts(3);
-    /// let start = tokio::time::Instant::now();
-    /// let result: Result<(), io::Error> = policy
-    ///     .call_async(|| async { Err(io::Error::from(io::ErrorKind::ConnectionRefused)) })
-    ///     .await;
-    /// assert!(result.is_err());
-    /// // Two sleeps of at most 1 s each, on tokio's paused clock.
-    /// assert!(start.elapsed() <= Duration::from_secs(2));
-    /// # }
-    /// ```
-    #[cfg(feature = "tokio")]
-    pub fn call_async<T, E, F, Fut>(&self, op: F) -> impl Future<Output = Result<T, E>>
-    where
-        E: Classify,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        // Not an `async fn`, for the reason given on `Retry::call_async`.
-        Retry::new(self).call_async(op)
-    }
-}
-
-/// What `#[retryable(policy = ...)]` accepts: a [`RetryPolicy`] or a reference to one.
-#[diagnostic::on_unimplemented(
-    message = "`policy = ...` takes a `RetryPolicy` or a `&RetryPolicy`, not `{Self}`",
-    label = "expected a `RetryPolicy`"
-)]
-pub trait AsPolicy {
-    /// The policy.
-    fn as_policy(&self) -> &RetryPolicy;
-}
-
-impl AsPolicy for RetryPolicy {
-    #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
-        self
-    }
-}
-
-impl<P: AsPolicy + ?Sized> AsPolicy for &P {
-    #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
-        (**self).as_policy()
-    }
-}
-
-impl<P: AsPolicy + ?Sized> AsPolicy for std::sync::Arc<P> {
-    #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
-        (**self).as_policy()
-    }
-}
-
-impl<P: AsPolicy + ?Sized> AsPolicy for Box<P> {
-    #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
-        (**self).as_policy()
-    }
-}
-
-/// The policy behind `policy = expr`.
-#[inline]
-pub fn policy_of<P: AsPolicy + ?Sized>(policy: &P) -> &RetryPolicy {
-    policy.as_policy()
 }
