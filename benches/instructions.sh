@@ -18,7 +18,7 @@ count() { # case iters -> instructions
 printf '| case | instructions per call |\n| --- | ---: |\n'
 for group in sync_success async_success sync_retry3 async_retry3; do
   for option in "" _deadline _hook _breaker; do
-    for contender in hand macro fn backon tokio-retry2 retry backoff; do
+    for contender in hand hand+ctx macro fn backon tokio-retry2 retry backoff; do
       name="$group$option/$contender"
       [[ -n "${1:-}" && "$name" != *"$1"* ]] && continue
       # Cases that do not exist (peers in option groups, sync-only or async-only crates) fail.

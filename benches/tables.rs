@@ -28,8 +28,9 @@ mod counting;
 static GLOBAL: counting::Counting = counting::Counting;
 
 /// The column order of every table.
-const CONTENDERS: [&str; 7] = [
+const CONTENDERS: [&str; 8] = [
     "hand",
+    "hand+ctx",
     "macro",
     "fn",
     "backon",
@@ -243,6 +244,7 @@ fn sizes() {
             tokio_retry2::strategy::FixedInterval::new(DELAY).take(ATTEMPTS as usize - 1);
         vec![
             row::<N>("hand", size_of_val(&hand_async(Plain::<N>::new))),
+            row::<N>("hand+ctx", size_of_val(&hand_ctx_async(Plain::<N>::new))),
             row::<N>("macro", macro_size),
             row::<N>("fn", size_of_val(&POLICY.call_async(Plain::<N>::new))),
             row::<N>(

@@ -9,6 +9,10 @@
 //! - `hand`: the floor, the loop a careful engineer writes by hand. It skips zero-length sleeps
 //!   (as `std::thread::sleep(ZERO)` does for sync code) and has no jitter, no context and no
 //!   records.
+//! - `hand+ctx`: the same loop publishing what the spec makes every retryable call publish (the
+//!   attempt number, a key slot and the inherited deadline, behind a thread-local pointer set
+//!   around each attempt): the floor of any implementation of `current_attempt()` and deadline
+//!   inheritance.
 //! - `macro`: `#[retryable]`.
 //! - `fn`: the non-macro form, `RetryPolicy::call` / `call_async` and the `Retry` builder.
 //! - `backon`, `tokio-retry2`, `retry`, `backoff`: the popular crates, each configured for the
@@ -114,6 +118,116 @@ pub fn hand_sync<T>(mut op: impl FnMut() -> Result<T, BenchError>) -> Result<T, 
             Err(e) if attempt < ATTEMPTS && transient(&e) => {
                 attempt += 1;
                 std::thread::sleep(DELAY);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hand-written loop plus what the spec makes every retryable call publish: the floor of any
+// implementation of `current_attempt()` and deadline inheritance.
+
+/// The attempt context a hand-written loop would publish for `current_attempt()` and nested
+/// calls: the attempt number, a slot for the idempotency key (drawn on first use, never here),
+/// and the deadline inherited from an enclosing call.
+pub struct HandCtx {
+    attempt: Cell<u32>,
+    key: Cell<[u64; 2]>,
+    deadline: Option<Instant>,
+}
+
+thread_local! {
+    static HAND_CURRENT: Cell<*const HandCtx> = const { Cell::new(std::ptr::null()) };
+}
+
+impl HandCtx {
+    /// A context inheriting the enclosing one's deadline, as a nested call must.
+    #[inline]
+    fn inheriting() -> Self {
+        let outer = HAND_CURRENT.with(Cell::get);
+        // SAFETY: only `Entered` installs a pointer, for as long as the context it names lives.
+        let deadline = unsafe { outer.as_ref() }.and_then(|ctx| ctx.deadline);
+        HandCtx {
+            attempt: Cell::new(0),
+            key: Cell::new([0; 2]),
+            deadline,
+        }
+    }
+
+    /// Count an attempt and publish this context until the guard drops (also on unwind).
+    #[inline]
+    fn enter(&self) -> HandEntered {
+        self.attempt.set(self.attempt.get() + 1);
+        black_box(&self.key);
+        HandEntered(HAND_CURRENT.with(|c| c.replace(self)))
+    }
+}
+
+/// Restores the previously published context.
+pub struct HandEntered(*const HandCtx);
+
+impl Drop for HandEntered {
+    #[inline]
+    fn drop(&mut self) {
+        HAND_CURRENT.with(|c| c.set(self.0));
+    }
+}
+
+#[inline(never)]
+pub fn hand_ctx_sync<T>(mut op: impl FnMut() -> Result<T, BenchError>) -> Result<T, BenchError> {
+    let ctx = HandCtx::inheriting();
+    loop {
+        let out = {
+            let _entered = ctx.enter();
+            op()
+        };
+        match out {
+            Ok(v) => return Ok(v),
+            Err(e) if ctx.attempt.get() < ATTEMPTS && transient(&e) => {
+                std::thread::sleep(DELAY);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// An attempt's future with `ctx` published around each of its polls.
+struct HandInCtx<'c, F> {
+    ctx: &'c HandCtx,
+    body: F,
+}
+
+impl<F: Future> Future for HandInCtx<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `body` is never moved out of `self`, and there is no `Drop` impl.
+        let this = unsafe { self.get_unchecked_mut() };
+        let _entered = HandEntered(HAND_CURRENT.with(|c| c.replace(this.ctx)));
+        unsafe { Pin::new_unchecked(&mut this.body) }.poll(cx)
+    }
+}
+
+#[inline(never)]
+pub async fn hand_ctx_async<T, Fut>(mut op: impl FnMut() -> Fut) -> Result<T, BenchError>
+where
+    Fut: Future<Output = Result<T, BenchError>>,
+{
+    let ctx = HandCtx::inheriting();
+    loop {
+        ctx.attempt.set(ctx.attempt.get() + 1);
+        let out = HandInCtx {
+            ctx: &ctx,
+            body: op(),
+        }
+        .await;
+        match out {
+            Ok(v) => return Ok(v),
+            Err(e) if ctx.attempt.get() < ATTEMPTS && transient(&e) => {
+                if !DELAY.is_zero() {
+                    tokio::time::sleep(DELAY).await;
+                }
             }
             Err(e) => return Err(e),
         }
@@ -689,6 +803,13 @@ macro_rules! for_each_case {
             async(|rt: &tokio::runtime::Runtime| { let f = fails(); rt.block_on($fa(|| ready_flaky(&f))).unwrap_or(0) }));
     };
     (@peers $each:ident) => {
+        $each!("sync_success", "hand+ctx", sync(|| hand_ctx_sync(|| succeed(black_box(1))).unwrap_or(0)));
+        $each!("sync_retry3", "hand+ctx",
+            sync(|| { let f = fails(); hand_ctx_sync(|| flaky(&f)).unwrap_or(0) }));
+        $each!("async_success", "hand+ctx",
+            async(|_rt: &tokio::runtime::Runtime| poll_ready(hand_ctx_async(|| ready(black_box(1)))).unwrap_or(0)));
+        $each!("async_retry3", "hand+ctx",
+            async(|rt: &tokio::runtime::Runtime| { let f = fails(); rt.block_on(hand_ctx_async(|| ready_flaky(&f))).unwrap_or(0) }));
         $each!("sync_success", "backon", sync(|| backon_sync(|| succeed(black_box(1))).unwrap_or(0)));
         $each!("sync_success", "retry", sync(|| retry_sync(|| succeed(black_box(1))).unwrap_or(0)));
         $each!("sync_success", "backoff", sync(|| backoff_sync(|| succeed(black_box(1))).unwrap_or(0)));
