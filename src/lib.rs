@@ -48,9 +48,9 @@ pub mod __private {
     };
     pub use retry_runtime::per_key::{key_hash, keyed};
     pub use retry_runtime::run::{
-        AsPolicy, ByTrait, Call, Described, IfRejected, NoHook, WithRetryAfter, accept_rejected,
-        breaker_of, budget_of, circuit_open, class_of, policy_of, reject_if, resolve_already_done,
-        timed, timed_out,
+        AsPolicy, ByTrait, Call, CallPolicy, Described, IfRejected, NoHook, WithRetryAfter,
+        accept_rejected, breaker_of, budget_of, circuit_open, class_of, policy_of, reject_if,
+        resolve_already_done, timed, timed_out,
     };
     pub use retry_runtime::{retry_async, retry_hedged, retry_sync};
 }

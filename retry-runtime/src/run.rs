@@ -12,7 +12,7 @@
 //! | `timeout` | per-attempt timeouts |
 //! | `retry_loop` | the sync and the async loop, written once, which every front end expands |
 //! | `retry` | [`Retry`], the builder |
-//! | `policy_call` | [`RetryPolicy::call`](crate::RetryPolicy::call), and what `policy = ...` accepts |
+//! | `policy_call` | [`RetryPolicy::call`](crate::RetryPolicy::call), what `policy = ...` accepts, and where a call finds its policy |
 //! | `retry_if` | [`Rejected`]: `Ok` values retried by a predicate |
 //! | `hedge` | [`Hedging`]: the attempts in flight of a hedged call, its loop, and the builder's [`Hedge`] |
 //! | `already_done` | [`AlreadyDone`], [`HedgeAlreadyDone`]: an "already done" error as the result |
@@ -44,7 +44,7 @@ pub use classifier::{
 pub use hedge::{Ended, Event, Hedge, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
-pub use policy_call::{AsPolicy, policy_of};
+pub use policy_call::{AsPolicy, CallPolicy, policy_of};
 pub use protection::{PanicSink, Protected, Protection, Unprotected};
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};

@@ -465,11 +465,24 @@ fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
         return (setup, reference);
     }
 
+    // The policy is a constant, and the call finds it through a zero-sized type rather than a
+    // reference: an async retryable future then carries no pointer to it across its awaits,
+    // and the constant's fields fold into the code.
     let setters = setters(false);
-    let name = Ident::new("__RK_POLICY", Span::mixed_site());
+    let name = Ident::new("__RkPolicy", Span::mixed_site());
     (
-        quote!(const #name: #krate::RetryPolicy = #krate::RetryPolicy::new() #setters;),
-        quote!(&#name),
+        quote! {
+            #[derive(::core::clone::Clone, ::core::marker::Copy)]
+            struct #name;
+            impl #krate::__private::CallPolicy for #name {
+                #[inline(always)]
+                fn policy(&self) -> &#krate::RetryPolicy {
+                    const POLICY: #krate::RetryPolicy = #krate::RetryPolicy::new() #setters;
+                    &POLICY
+                }
+            }
+        },
+        quote!(#name),
     )
 }
 

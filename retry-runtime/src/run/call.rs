@@ -15,6 +15,7 @@ pub use in_attempt::InAttempt;
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
+use super::policy_call::CallPolicy;
 use super::protection::{PanicGuard, Protected, Protection, Unprotected};
 use super::stop::{Failure, Next, StopReason, Verdict};
 use super::timeout::TimeoutSlot;
@@ -28,6 +29,7 @@ use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::{Jitter, Nested, RetryPolicy};
 use crate::rng;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 /// The state of one retried call: the engine behind every loop in this crate.
@@ -61,9 +63,16 @@ use std::time::{Duration, Instant};
 /// [`budget`](Call::budget) is set, [`Protected`]. A type rather than `Option` fields, so that a
 /// call without protection keeps none of its state (not in its stack frame, not across the
 /// awaits of an async retryable future) and checks none of it on the success path.
+///
+/// `P` is where the policy is ([`CallPolicy`]): a `&RetryPolicy` for the builder and
+/// `RetryPolicy::call`, a zero-sized type naming a constant for `#[retryable]`.
 #[derive(Debug)]
-pub struct Call<'p, S = Unprotected> {
-    policy: &'p RetryPolicy,
+pub struct Call<'p, S = Unprotected, P = &'p RetryPolicy> {
+    /// Where the policy is: a reference, or for `#[retryable]` a zero-sized type naming a
+    /// constant (see [`CallPolicy`]), so that the call's state holds no pointer to it.
+    policy: P,
+    /// What `'p` bounds when the policy is no reference: the protection it is equipped with.
+    lifetime: PhantomData<&'p RetryPolicy>,
     ctx: CallCtx,
     start: Option<Instant>,
     /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating: 8 bytes
@@ -96,14 +105,16 @@ const fn once_limit(attempts: u32) -> u32 {
     if attempts > 1 { 0 } else { 1 }
 }
 
-impl<'p> Call<'p> {
+impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     /// Start a call. `needs_clock` asks for the start time to be read even without a deadline
     /// (for [`Failure::elapsed`]); pass the hook's [`Hook::wants_clock`].
     // Always inlined, so that with a `const` policy and no hook the clock branch folds away
     // and the success path is a thread-local read and a few stores; the clock work itself
     // stays out of line in `clocked`.
     #[inline(always)]
-    pub fn new(policy: &'p RetryPolicy, needs_clock: bool) -> Self {
+    pub fn new(policy: P, needs_clock: bool) -> Self {
+        let source = policy;
+        let policy = source.policy();
         let inherited = context::inherited();
         let (start, deadline) = if needs_clock || policy.deadline.is_some() {
             Self::clocked(policy, inherited.deadline)
@@ -112,7 +123,8 @@ impl<'p> Call<'p> {
         };
         let single = single_attempt(policy, inherited);
         Call {
-            policy,
+            policy: source,
+            lifetime: PhantomData,
             ctx: CallCtx::new(deadline),
             start,
             previous: nanos(policy.base),
@@ -144,12 +156,13 @@ impl<'p> Call<'p> {
     }
 }
 
-impl<'p, S: Protection<'p>> Call<'p, S> {
+impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// The same call with [`Protected`] state (unchanged if it already has it).
     #[inline]
-    pub(super) fn protected(self) -> Call<'p, Protected<'p>> {
+    pub(super) fn protected(self) -> Call<'p, Protected<'p>, P> {
         Call {
             policy: self.policy,
+            lifetime: PhantomData,
             ctx: self.ctx,
             start: self.start,
             previous: self.previous,
@@ -166,8 +179,8 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     /// (and still records it).
     // Out of line: the tuning is rare work, and inlined it would bloat every protected call.
     #[inline(never)]
-    pub fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p>> {
-        let policy = self.policy;
+    pub fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p>, P> {
+        let policy = *self.policy.policy();
         let tuned = source.tune(Tuning {
             attempts: policy.attempts,
             base: policy.base,
@@ -181,7 +194,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         let mut call = self.protected();
         // Whether the call is nested-once is not kept: ask again (the enclosing attempt is the
         // one `new` saw, as the call is equipped before its first attempt).
-        call.max_attempts = if single_attempt(policy, context::inherited()) {
+        call.max_attempts = if single_attempt(&policy, context::inherited()) {
             once_limit(tuned.attempts)
         } else {
             tuned.attempts
@@ -194,7 +207,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     /// Consult `breaker` before every attempt of this call. Call [`admit`](Self::admit) before
     /// the first one.
     #[inline]
-    pub fn circuit(self, breaker: &'p CircuitBreaker) -> Call<'p, Protected<'p>> {
+    pub fn circuit(self, breaker: &'p CircuitBreaker) -> Call<'p, Protected<'p>, P> {
         let mut call = self.protected();
         call.protection.breaker = Some(breaker);
         call
@@ -202,7 +215,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
 
     /// Charge this call's failures to `budget` and ask it before every retry.
     #[inline]
-    pub fn budget(self, budget: &'p RetryBudget) -> Call<'p, Protected<'p>> {
+    pub fn budget(self, budget: &'p RetryBudget) -> Call<'p, Protected<'p>, P> {
         let mut call = self.protected();
         call.protection.budget = Some(budget);
         call
@@ -223,9 +236,9 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
             Some((base, multiplier)) => RetryPolicy {
                 base,
                 multiplier,
-                ..*self.policy
+                ..*self.policy.policy()
             },
-            None => *self.policy,
+            None => *self.policy.policy(),
         }
     }
 
@@ -234,7 +247,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
     fn base(&self) -> Duration {
         match self.protection.tuned() {
             Some((base, _)) => base,
-            None => self.policy.base,
+            None => self.policy.policy().base,
         }
     }
 
@@ -262,7 +275,10 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
 
     /// Wrap one attempt of an async body, visible to `current_attempt()` on every poll.
     #[inline]
-    pub fn attempt_async<R, F: Future<Output = R>>(&mut self, body: F) -> InAttempt<'_, 'p, F, S> {
+    pub fn attempt_async<R, F: Future<Output = R>>(
+        &mut self,
+        body: F,
+    ) -> InAttempt<'_, 'p, F, S, P> {
         self.ctx.begin_attempt();
         self.protection.begin_attempt();
         InAttempt { call: self, body }
@@ -380,7 +396,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
         match class {
             ErrorClass::Permanent => Some(StopReason::Permanent),
             ErrorClass::AlreadyDone => Some(StopReason::AlreadyDone),
-            ErrorClass::IdempotentOnly if !self.policy.idempotent => {
+            ErrorClass::IdempotentOnly if !self.policy.policy().idempotent => {
                 Some(StopReason::NotIdempotent)
             }
             _ => None,

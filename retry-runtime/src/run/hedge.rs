@@ -35,6 +35,7 @@ use super::call::Call;
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
+use super::policy_call::CallPolicy;
 use super::protection::Protection;
 use super::retry::{Retry, begin};
 use super::shared::Equip;
@@ -128,7 +129,11 @@ impl<F: Future, H> Hedging<F, H> {
 
     /// Start `attempt` on `call` (already admitted), and say how long until the next hedge,
     /// if another attempt may still start.
-    pub fn start<'p, S>(&mut self, call: &mut Call<'p, S>, attempt: F) -> Option<Duration>
+    pub fn start<'p, S, P: CallPolicy>(
+        &mut self,
+        call: &mut Call<'p, S, P>,
+        attempt: F,
+    ) -> Option<Duration>
     where
         S: Protection<'p, Hold = H>,
     {
@@ -150,7 +155,7 @@ impl<F: Future, H> Hedging<F, H> {
 
     /// The next attempt is admitted but waits out a retry-after: keep its admission (the
     /// breaker permit) until the timer the caller arms fires.
-    pub fn admitted_after<'p, S>(&mut self, call: &mut Call<'p, S>)
+    pub fn admitted_after<'p, S, P: CallPolicy>(&mut self, call: &mut Call<'p, S, P>)
     where
         S: Protection<'p, Hold = H>,
     {
@@ -160,7 +165,11 @@ impl<F: Future, H> Hedging<F, H> {
     /// The timer fired: whether to start the next attempt now. A hedge is admitted now (by
     /// the deadline, the budget and the breaker) and reported to `hook`; an attempt that
     /// waited out a retry-after was admitted before.
-    pub fn timer_fired<'p, S, E, K>(&mut self, call: &mut Call<'p, S>, hook: &mut K) -> bool
+    pub fn timer_fired<'p, S, P: CallPolicy, E, K>(
+        &mut self,
+        call: &mut Call<'p, S, P>,
+        hook: &mut K,
+    ) -> bool
     where
         S: Protection<'p, Hold = H>,
         K: super::Hook<E>,
@@ -182,9 +191,9 @@ impl<F: Future, H> Hedging<F, H> {
     }
 
     /// Wait for the first attempt to finish or for `timer` (`None`: no timer).
-    pub fn next<'a, 'p, S, T>(
+    pub fn next<'a, 'p, S, P: CallPolicy, T>(
         &'a mut self,
-        call: &'a mut Call<'p, S>,
+        call: &'a mut Call<'p, S, P>,
         mut timer: Pin<&'a mut Option<T>>,
     ) -> impl Future<Output = Event<F::Output, H>> + 'a
     where
@@ -207,9 +216,9 @@ impl<F: Future, H> Hedging<F, H> {
 
     /// Poll every running attempt, in the order they started, each with its own context
     /// installed and a panic recorded against its own hold.
-    fn poll_attempts<'p, S>(
+    fn poll_attempts<'p, S, P: CallPolicy>(
         &mut self,
-        call: &mut Call<'p, S>,
+        call: &mut Call<'p, S, P>,
         cx: &mut Context<'_>,
     ) -> Option<Event<F::Output, H>>
     where

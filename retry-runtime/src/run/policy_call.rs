@@ -64,6 +64,40 @@ impl RetryPolicy {
     }
 }
 
+/// Where a [`Call`](super::Call) finds its policy: a reference to one, or a zero-sized type
+/// naming a constant, which is what `#[retryable]` makes of a policy written in the attribute,
+/// so that the call's state (kept across every await of an async retryable future) holds no
+/// pointer to it and the constant's fields fold into the code.
+///
+/// ```
+/// use retry_kit::__private::{Call, CallPolicy};
+/// use retry_kit::RetryPolicy;
+///
+/// #[derive(Clone, Copy)]
+/// struct Three;
+///
+/// impl CallPolicy for Three {
+///     fn policy(&self) -> &RetryPolicy {
+///         const POLICY: RetryPolicy = RetryPolicy::new().attempts(3);
+///         &POLICY
+///     }
+/// }
+///
+/// let call = Call::new(Three, false);
+/// assert_eq!(call.attempt(), 0);
+/// ```
+pub trait CallPolicy: Copy {
+    /// The policy.
+    fn policy(&self) -> &RetryPolicy;
+}
+
+impl CallPolicy for &RetryPolicy {
+    #[inline(always)]
+    fn policy(&self) -> &RetryPolicy {
+        self
+    }
+}
+
 /// What `#[retryable(policy = ...)]` accepts: a [`RetryPolicy`] or a reference to one.
 #[diagnostic::on_unimplemented(
     message = "`policy = ...` takes a `RetryPolicy` or a `&RetryPolicy`, not `{Self}`",

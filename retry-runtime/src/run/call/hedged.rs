@@ -9,11 +9,12 @@ use crate::run::classifier::Classifier;
 use crate::run::hedge::{Ended, Then};
 use crate::run::hook::Hook;
 use crate::run::outcome::Outcome;
+use crate::run::policy_call::CallPolicy;
 use crate::run::protection::Protection;
 use crate::run::stop::{Failure, Next};
 use std::time::Duration;
 
-impl<'p, S: Protection<'p>> Call<'p, S> {
+impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// Hedged calls: whether another attempt may still start.
     #[inline]
     pub(in crate::run) fn may_start_more(&self) -> bool {
@@ -80,7 +81,7 @@ impl<'p, S: Protection<'p>> Call<'p, S> {
                     // At once, or after the error's retry-after: the running attempts have
                     // already waited longer than a backoff would.
                     None => {
-                        let max_delay = self.policy.max_delay;
+                        let max_delay = self.policy.policy().max_delay;
                         let verdict =
                             self.bounded(Duration::ZERO, classifier.retry_after(error), max_delay);
                         self.protection.admit_retry(verdict)

@@ -1,6 +1,8 @@
 //! [`InAttempt`]: an async attempt with its call's context installed on every poll.
 
 use super::Call;
+use crate::policy::RetryPolicy;
+use crate::run::policy_call::CallPolicy;
 use crate::run::protection::{PanicGuard, Protection, Unprotected};
 use std::future::Future;
 use std::pin::Pin;
@@ -10,14 +12,14 @@ use std::task::{Context, Poll};
 /// protection told if a poll panics.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
-pub struct InAttempt<'c, 'p, F, S = Unprotected> {
+pub struct InAttempt<'c, 'p, F, S = Unprotected, P = &'p RetryPolicy> {
     /// One pointer for the context and the protection: this wrapper lives in every async
     /// retryable future, across the attempt's awaits.
-    pub(super) call: &'c mut Call<'p, S>,
+    pub(super) call: &'c mut Call<'p, S, P>,
     pub(super) body: F,
 }
 
-impl<'p, F: Future, S: Protection<'p>> Future for InAttempt<'_, 'p, F, S> {
+impl<'p, F: Future, S: Protection<'p>, P: CallPolicy> Future for InAttempt<'_, 'p, F, S, P> {
     type Output = F::Output;
 
     #[inline]
