@@ -5,9 +5,10 @@
 //! non-`move` async block awaited at once), so arguments are borrowed anew by every attempt and
 //! never cloned.
 
-use super::attr::{self, Args, Errors, Value};
+use super::attr::{self, Args, Errors};
 use super::fresh::{self, Binding};
-use super::keys::Takes;
+use super::policy::{duration, policy};
+use super::protection::Protection;
 use super::shape::{self, Body};
 use super::valid;
 use proc_macro2::{Span, TokenStream};
@@ -300,7 +301,7 @@ fn hedged(parts: HedgeParts<'_>) -> TokenStream {
 }
 
 /// `tokens` with every span set to `span`, so that an error about them is reported there.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+pub(super) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|mut tt| {
@@ -333,185 +334,6 @@ fn contains_infer(tokens: &TokenStream) -> bool {
     })
 }
 
-/// The shared protection of `adaptive`, `circuit`, `budget` and `attempt_timeout`: how the
-/// engine is equipped, the first attempt's admission, and the timeout of each attempt.
-struct Protection {
-    /// Before the engine is made: with `key`, the key's breaker and budget.
-    setup: TokenStream,
-    /// `.adaptive(..)`, `.circuit(..)` and `.budget(..)` calls on the new `Call`.
-    equip: TokenStream,
-    /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
-    admit: TokenStream,
-    /// Before the loop: the conversion of a timeout into the error type.
-    timed_setup: TokenStream,
-    /// The limit expression and the name of the conversion, with `attempt_timeout`.
-    timeout: Option<(TokenStream, Ident)>,
-}
-
-impl Protection {
-    fn new(args: &Args, krate: &Path, call: &Ident, hook: &Ident, ret: &Type) -> Self {
-        let mut setup = TokenStream::new();
-        let mut equip = TokenStream::new();
-        let mut admit = TokenStream::new();
-        if let Some(path) = args.path("adaptive") {
-            // A path that is not an adaptive policy is reported at the path.
-            let source = quote_spanned!(path.span()=> &#path as &dyn #krate::__private::Adapt);
-            equip.extend(quote!(.adaptive(#source)));
-        }
-        // With `key = ...`, the breaker and the budget are the key's, from a `PerKey`: the key
-        // is hashed once, before the first attempt, and each value is held for the call.
-        let key_hash = Ident::new("__rk_key", Span::mixed_site());
-        if let Some(key) = args.expr("key") {
-            setup.extend(quote!(let #key_hash = #krate::__private::key_hash(&(#key));));
-        }
-        // The breaker, then the budget: the shared one, or the key's held for the call.
-        let shared = [
-            ("circuit", "CircuitBreaker", "breaker_of"),
-            ("budget", "RetryBudget", "budget_of"),
-        ];
-        for (name, held_type, of) in shared {
-            let Some(path) = args.path(name) else {
-                continue;
-            };
-            let method = Ident::new(name, Span::call_site());
-            let of = Ident::new(of, Span::call_site());
-            // Spanned at the path, so a value of the wrong type is reported there (for a
-            // `PerKey`, once: the value's type is named, so later uses do not ask again).
-            let value = if args.get("key").is_some() {
-                let held = Ident::new(&format!("__rk_{name}"), Span::mixed_site());
-                let held_type = Ident::new(held_type, Span::call_site());
-                setup.extend(quote_spanned!(path.span()=>
-                    let #held = #krate::__private::keyed::<#krate::#held_type, _>(&#path, #key_hash);
-                ));
-                quote_spanned!(path.span()=> #krate::__private::#of(&*#held))
-            } else {
-                quote_spanned!(path.span()=> #krate::__private::#of(&#path))
-            };
-            equip.extend(quote!(.#method(#value)));
-        }
-        if let Some(s) = args.get("circuit") {
-            // A missing `From<CircuitOpen>` is reported at the `circuit` key.
-            let refused = Ident::new("__rk_refused", Span::mixed_site());
-            let open = Ident::new("__rk_open", Span::mixed_site());
-            let at_key = respan(quote!(#ret), s.key.span());
-            let conversion =
-                quote_spanned!(s.key.span()=> #krate::__private::circuit_open::<#at_key>());
-            admit = quote! {
-                let #refused = #conversion;
-                if let ::core::result::Result::Err(#open) = #call.admit() {
-                    #krate::__private::refused(&mut #hook);
-                    return ::core::result::Result::Err(#refused(#open));
-                }
-            };
-        }
-        let limit = args.duration("attempt_timeout");
-        let (timed_setup, timeout) = match (args.get("attempt_timeout"), limit) {
-            (Some(s), Some(limit)) => {
-                let timed_out = Ident::new("__rk_timed_out", Span::mixed_site());
-                // A missing `From<TimedOut>` is reported at the `attempt_timeout` key.
-                let at_key = respan(quote!(#ret), s.key.span());
-                let conversion =
-                    quote_spanned!(s.key.span()=> #krate::__private::timed_out::<#at_key>());
-                let setup = quote!(let #timed_out = #conversion;);
-                (setup, Some((duration(limit), timed_out)))
-            }
-            _ => (TokenStream::new(), None),
-        };
-        Protection {
-            setup,
-            equip,
-            admit,
-            timed_setup,
-            timeout,
-        }
-    }
-}
-
-/// The statements that make the policy, and an expression of type `&RetryPolicy` naming it:
-/// every key the table marks `on_policy` becomes a call of the builder method of its name.
-fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
-    let setters = |on_given: bool| -> TokenStream {
-        args.settings
-            .iter()
-            .filter(|s| s.spec.on_policy && !(on_given && is_shape(s.spec.name)))
-            .map(|s| {
-                let method = Ident::new(s.spec.name, Span::call_site());
-                let value = policy_value(&s.value, &s.spec.takes, krate);
-                quote!(.#method(#value))
-            })
-            .collect()
-    };
-
-    if let Some(expr) = args.expr("policy") {
-        let overrides = setters(true);
-        let value = Ident::new("__rk_policy", Span::mixed_site());
-        let span = expr.span();
-        let policy_of = quote_spanned!(span=> #krate::__private::policy_of);
-        let setup = if overrides.is_empty() {
-            quote! {
-                let #value = &(#expr);
-                let #value: &#krate::RetryPolicy = #policy_of(#value);
-            }
-        } else {
-            quote! {
-                let #value: #krate::RetryPolicy = (*#policy_of(&(#expr))) #overrides;
-            }
-        };
-        let reference = if overrides.is_empty() {
-            quote!(#value)
-        } else {
-            quote!(&#value)
-        };
-        return (setup, reference);
-    }
-
-    // The policy is a constant, and the call finds it through a zero-sized type rather than a
-    // reference: an async retryable future then carries no pointer to it across its awaits,
-    // and the constant's fields fold into the code.
-    let setters = setters(false);
-    let name = Ident::new("__RkPolicy", Span::mixed_site());
-    (
-        quote! {
-            #[derive(::core::clone::Clone, ::core::marker::Copy)]
-            struct #name;
-            impl #krate::__private::CallPolicy for #name {
-                #[inline(always)]
-                fn policy(&self) -> &#krate::RetryPolicy {
-                    const POLICY: #krate::RetryPolicy = #krate::RetryPolicy::new() #setters;
-                    &POLICY
-                }
-            }
-        },
-        quote!(#name),
-    )
-}
-
-/// Whether `policy = ...` already fixes the key `name` (a key it excludes).
-fn is_shape(name: &str) -> bool {
-    super::keys::find("policy").is_some_and(|policy| policy.excludes.contains(&name))
-}
-
-/// The argument of a policy builder method for a parsed value.
-fn policy_value(value: &Value, takes: &Takes, krate: &Path) -> TokenStream {
-    match (value, takes) {
-        (Value::Count(n), _) => quote!(#n),
-        (Value::Factor(m), _) => quote!(#m),
-        (Value::Duration(d), _) => duration(*d),
-        (Value::Flag(b), _) => quote!(#b),
-        (Value::Word(variant), Takes::Word { runtime, .. }) => {
-            let runtime = Ident::new(runtime, Span::call_site());
-            let variant = Ident::new(variant, Span::call_site());
-            quote!(#krate::#runtime::#variant)
-        }
-        (Value::Path(path), _) => quote!(#path),
-        (Value::Expr(expr), _) => quote!(#expr),
-        (Value::Word(variant), _) => {
-            let variant = Ident::new(variant, Span::call_site());
-            quote!(#variant)
-        }
-    }
-}
-
 /// The failure hook paired with the error's `Display`, found by autoref specialisation on the
 /// declared outcome type (see `retry_runtime::observe`). The hook, not the classifier, carries
 /// it, so that a missing `Classify` impl is still reported about the classifier alone.
@@ -527,12 +349,6 @@ fn described(hook: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) 
         })
     };
     quote!(#krate::__private::Described(#hook, #display))
-}
-
-/// A `Duration` as an expression, exactly.
-fn duration(d: std::time::Duration) -> TokenStream {
-    let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
-    quote!(::core::time::Duration::new(#secs, #nanos))
 }
 
 fn classifier_expr(args: &Args, krate: &Path) -> TokenStream {

@@ -5,6 +5,8 @@ mod duration;
 mod expand;
 mod fresh;
 mod keys;
+mod policy;
+mod protection;
 #[cfg(test)]
 mod robustness;
 mod shape;

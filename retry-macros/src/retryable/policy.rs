@@ -1,0 +1,101 @@
+//! The expansion of the policy keys: a constant `RetryPolicy` the call finds through a
+//! zero-sized type, or the `policy = ...` expression with its overrides.
+
+use super::attr::{Args, Value};
+use super::keys::Takes;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, Path};
+
+/// The statements that make the policy, and an expression naming it for `Call::new` (a
+/// `CallPolicy`): every key the table marks `on_policy` becomes a call of the builder method
+/// of its name.
+pub(super) fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
+    let setters = |on_given: bool| -> TokenStream {
+        args.settings
+            .iter()
+            .filter(|s| s.spec.on_policy && !(on_given && is_shape(s.spec.name)))
+            .map(|s| {
+                let method = Ident::new(s.spec.name, Span::call_site());
+                let value = policy_value(&s.value, &s.spec.takes, krate);
+                quote!(.#method(#value))
+            })
+            .collect()
+    };
+
+    if let Some(expr) = args.expr("policy") {
+        let overrides = setters(true);
+        let value = Ident::new("__rk_policy", Span::mixed_site());
+        let span = expr.span();
+        let policy_of = quote_spanned!(span=> #krate::__private::policy_of);
+        let setup = if overrides.is_empty() {
+            quote! {
+                let #value = &(#expr);
+                let #value: &#krate::RetryPolicy = #policy_of(#value);
+            }
+        } else {
+            quote! {
+                let #value: #krate::RetryPolicy = (*#policy_of(&(#expr))) #overrides;
+            }
+        };
+        let reference = if overrides.is_empty() {
+            quote!(#value)
+        } else {
+            quote!(&#value)
+        };
+        return (setup, reference);
+    }
+
+    // The policy is a constant, and the call finds it through a zero-sized type rather than a
+    // reference: an async retryable future then carries no pointer to it across its awaits,
+    // and the constant's fields fold into the code.
+    let setters = setters(false);
+    let name = Ident::new("__RkPolicy", Span::mixed_site());
+    (
+        quote! {
+            #[derive(::core::clone::Clone, ::core::marker::Copy)]
+            struct #name;
+            impl #krate::__private::CallPolicy for #name {
+                #[inline(always)]
+                fn policy(&self) -> &#krate::RetryPolicy {
+                    const POLICY: #krate::RetryPolicy = #krate::RetryPolicy::new() #setters;
+                    &POLICY
+                }
+            }
+        },
+        quote!(#name),
+    )
+}
+
+/// Whether `policy = ...` already fixes the key `name` (a key it excludes).
+fn is_shape(name: &str) -> bool {
+    super::keys::find("policy").is_some_and(|policy| policy.excludes.contains(&name))
+}
+
+/// The argument of a policy builder method for a parsed value.
+fn policy_value(value: &Value, takes: &Takes, krate: &Path) -> TokenStream {
+    match (value, takes) {
+        (Value::Count(n), _) => quote!(#n),
+        (Value::Factor(m), _) => quote!(#m),
+        (Value::Duration(d), _) => duration(*d),
+        (Value::Flag(b), _) => quote!(#b),
+        (Value::Word(variant), Takes::Word { runtime, .. }) => {
+            let runtime = Ident::new(runtime, Span::call_site());
+            let variant = Ident::new(variant, Span::call_site());
+            quote!(#krate::#runtime::#variant)
+        }
+        (Value::Path(path), _) => quote!(#path),
+        (Value::Expr(expr), _) => quote!(#expr),
+        (Value::Word(variant), _) => {
+            let variant = Ident::new(variant, Span::call_site());
+            quote!(#variant)
+        }
+    }
+}
+
+/// A `Duration` as an expression, exactly.
+pub(super) fn duration(d: std::time::Duration) -> TokenStream {
+    let (secs, nanos) = (d.as_secs(), d.subsec_nanos());
+    quote!(::core::time::Duration::new(#secs, #nanos))
+}

@@ -1,0 +1,105 @@
+//! The expansion of the shared protection keys (`adaptive`, `circuit`, `budget`, `key`,
+//! `attempt_timeout`): how the engine is equipped, how the first attempt is admitted, and how
+//! a timeout becomes the function's error.
+
+use super::attr::Args;
+use super::expand::respan;
+use super::policy::duration;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, Path, Type};
+
+/// The shared protection of `adaptive`, `circuit`, `budget` and `attempt_timeout`: how the
+/// engine is equipped, the first attempt's admission, and the timeout of each attempt.
+pub(super) struct Protection {
+    /// Before the engine is made: with `key`, the key's breaker and budget.
+    pub(super) setup: TokenStream,
+    /// `.adaptive(..)`, `.circuit(..)` and `.budget(..)` calls on the new `Call`.
+    pub(super) equip: TokenStream,
+    /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
+    pub(super) admit: TokenStream,
+    /// Before the loop: the conversion of a timeout into the error type.
+    pub(super) timed_setup: TokenStream,
+    /// The limit expression and the name of the conversion, with `attempt_timeout`.
+    pub(super) timeout: Option<(TokenStream, Ident)>,
+}
+
+impl Protection {
+    pub(super) fn new(args: &Args, krate: &Path, call: &Ident, hook: &Ident, ret: &Type) -> Self {
+        let mut setup = TokenStream::new();
+        let mut equip = TokenStream::new();
+        let mut admit = TokenStream::new();
+        if let Some(path) = args.path("adaptive") {
+            // A path that is not an adaptive policy is reported at the path.
+            let source = quote_spanned!(path.span()=> &#path as &dyn #krate::__private::Adapt);
+            equip.extend(quote!(.adaptive(#source)));
+        }
+        // With `key = ...`, the breaker and the budget are the key's, from a `PerKey`: the key
+        // is hashed once, before the first attempt, and each value is held for the call.
+        let key_hash = Ident::new("__rk_key", Span::mixed_site());
+        if let Some(key) = args.expr("key") {
+            setup.extend(quote!(let #key_hash = #krate::__private::key_hash(&(#key));));
+        }
+        // The breaker, then the budget: the shared one, or the key's held for the call.
+        let shared = [
+            ("circuit", "CircuitBreaker", "breaker_of"),
+            ("budget", "RetryBudget", "budget_of"),
+        ];
+        for (name, held_type, of) in shared {
+            let Some(path) = args.path(name) else {
+                continue;
+            };
+            let method = Ident::new(name, Span::call_site());
+            let of = Ident::new(of, Span::call_site());
+            // Spanned at the path, so a value of the wrong type is reported there (for a
+            // `PerKey`, once: the value's type is named, so later uses do not ask again).
+            let value = if args.get("key").is_some() {
+                let held = Ident::new(&format!("__rk_{name}"), Span::mixed_site());
+                let held_type = Ident::new(held_type, Span::call_site());
+                setup.extend(quote_spanned!(path.span()=>
+                    let #held = #krate::__private::keyed::<#krate::#held_type, _>(&#path, #key_hash);
+                ));
+                quote_spanned!(path.span()=> #krate::__private::#of(&*#held))
+            } else {
+                quote_spanned!(path.span()=> #krate::__private::#of(&#path))
+            };
+            equip.extend(quote!(.#method(#value)));
+        }
+        if let Some(s) = args.get("circuit") {
+            // A missing `From<CircuitOpen>` is reported at the `circuit` key.
+            let refused = Ident::new("__rk_refused", Span::mixed_site());
+            let open = Ident::new("__rk_open", Span::mixed_site());
+            let at_key = respan(quote!(#ret), s.key.span());
+            let conversion =
+                quote_spanned!(s.key.span()=> #krate::__private::circuit_open::<#at_key>());
+            admit = quote! {
+                let #refused = #conversion;
+                if let ::core::result::Result::Err(#open) = #call.admit() {
+                    #krate::__private::refused(&mut #hook);
+                    return ::core::result::Result::Err(#refused(#open));
+                }
+            };
+        }
+        let limit = args.duration("attempt_timeout");
+        let (timed_setup, timeout) = match (args.get("attempt_timeout"), limit) {
+            (Some(s), Some(limit)) => {
+                let timed_out = Ident::new("__rk_timed_out", Span::mixed_site());
+                // A missing `From<TimedOut>` is reported at the `attempt_timeout` key.
+                let at_key = respan(quote!(#ret), s.key.span());
+                let conversion =
+                    quote_spanned!(s.key.span()=> #krate::__private::timed_out::<#at_key>());
+                let setup = quote!(let #timed_out = #conversion;);
+                (setup, Some((duration(limit), timed_out)))
+            }
+            _ => (TokenStream::new(), None),
+        };
+        Protection {
+            setup,
+            equip,
+            admit,
+            timed_setup,
+            timeout,
+        }
+    }
+}
