@@ -9,15 +9,17 @@
 
 mod hedged;
 mod in_attempt;
+mod schedule;
 
 pub use in_attempt::InAttempt;
+use schedule::nanos;
 
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
 use super::policy_call::CallPolicy;
 use super::protection::{PanicGuard, Protected, Protection, Unprotected};
-use super::stop::{Failure, Next, StopReason, Verdict};
+use super::stop::{Failure, Next, StopReason};
 use super::timeout::TimeoutSlot;
 use crate::adaptive::{Adapt, Tuning};
 use crate::breaker::CircuitBreaker;
@@ -26,8 +28,7 @@ use crate::class::ErrorClass;
 use crate::clock;
 use crate::context::{self, CallCtx, Entered};
 use crate::error::{CircuitOpen, TimedOut};
-use crate::policy::{Jitter, Nested, RetryPolicy};
-use crate::rng;
+use crate::policy::{Nested, RetryPolicy};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
@@ -415,74 +416,6 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         Some(StopReason::AttemptsExhausted)
     }
 
-    /// The wait before the next attempt, or why there is none.
-    #[inline]
-    fn schedule(&mut self, retry_after: Option<Duration>) -> Verdict {
-        // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
-        // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
-        // wait: no random draw, no arithmetic, no out-of-line call.
-        if self.base().is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
-            self.previous = 0;
-            return Ok(Duration::ZERO);
-        }
-        self.schedule_slow(retry_after)
-    }
-
-    // Out of line, so that `schedule` stays small enough to inline into `failed`: a zero wait
-    // then costs a few compares and no call.
-    #[inline(never)]
-    fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Verdict {
-        let policy = self.policy();
-        let jittered = if policy.base.is_zero() {
-            Duration::ZERO
-        } else {
-            let draw = if policy.jitter.needs_draw() {
-                rng::draw()
-            } else {
-                0
-            };
-            // Only decorrelated jitter reads the previous sleep: the others skip converting it.
-            let previous = if policy.jitter == Jitter::Decorrelated {
-                Duration::from_nanos(self.previous)
-            } else {
-                Duration::ZERO
-            };
-            policy.jittered_delay(self.attempt(), previous, draw)
-        };
-        // Kept whether or not the wait is allowed: a stop ends the call, which reads it no more.
-        if policy.jitter == Jitter::Decorrelated {
-            self.previous = nanos(jittered);
-        }
-        self.bounded(jittered, retry_after, policy.max_delay)
-    }
-
-    /// The wait before the next attempt given the jittered delay and the error's retry-after:
-    /// the longer of the two, or a stop if the hint exceeds `max_delay` or the wait would end
-    /// after the deadline.
-    #[inline(always)]
-    fn bounded(
-        &mut self,
-        jittered: Duration,
-        retry_after: Option<Duration>,
-        max_delay: Duration,
-    ) -> Verdict {
-        let wait = match retry_after {
-            Some(hint) if hint > max_delay => {
-                return Err(StopReason::RetryAfterTooLong);
-            }
-            Some(hint) => jittered.max(hint),
-            None => jittered,
-        };
-        if let Some(deadline) = self.ctx.deadline {
-            // A wait that ends exactly at the deadline is allowed.
-            let ends = clock::now().checked_add(wait);
-            if ends.is_none_or(|ends| ends > deadline) {
-                return Err(StopReason::DeadlineExceeded);
-            }
-        }
-        Ok(wait)
-    }
-
     /// Time since the call started, or zero if no clock was read at the start.
     pub fn elapsed(&self) -> Duration {
         match self.start {
@@ -496,13 +429,4 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     pub fn sleep(&self, delay: Duration) {
         clock::sleep_sync(delay)
     }
-}
-
-/// A duration in whole nanoseconds, saturating at `u64::MAX` (584 years).
-#[inline]
-fn nanos(d: Duration) -> u64 {
-    d.as_secs()
-        .checked_mul(1_000_000_000)
-        .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
-        .unwrap_or(u64::MAX)
 }

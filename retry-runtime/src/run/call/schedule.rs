@@ -1,0 +1,90 @@
+//! The engine's wait before the next attempt: the policy's delay for this attempt, jittered,
+//! stretched to the error's retry-after, and refused if it would end past the deadline.
+
+use super::Call;
+use crate::clock;
+use crate::policy::Jitter;
+use crate::rng;
+use crate::run::policy_call::CallPolicy;
+use crate::run::protection::Protection;
+use crate::run::stop::{StopReason, Verdict};
+use std::time::Duration;
+
+impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
+    /// The wait before the next attempt, or why there is none.
+    #[inline]
+    pub(super) fn schedule(&mut self, retry_after: Option<Duration>) -> Verdict {
+        // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
+        // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
+        // wait: no random draw, no arithmetic, no out-of-line call.
+        if self.base().is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
+            self.previous = 0;
+            return Ok(Duration::ZERO);
+        }
+        self.schedule_slow(retry_after)
+    }
+
+    // Out of line, so that `schedule` stays small enough to inline into `failed`: a zero wait
+    // then costs a few compares and no call.
+    #[inline(never)]
+    fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Verdict {
+        let policy = self.policy();
+        let jittered = if policy.base.is_zero() {
+            Duration::ZERO
+        } else {
+            let draw = if policy.jitter.needs_draw() {
+                rng::draw()
+            } else {
+                0
+            };
+            // Only decorrelated jitter reads the previous sleep: the others skip converting it.
+            let previous = if policy.jitter == Jitter::Decorrelated {
+                Duration::from_nanos(self.previous)
+            } else {
+                Duration::ZERO
+            };
+            policy.jittered_delay(self.attempt(), previous, draw)
+        };
+        // Kept whether or not the wait is allowed: a stop ends the call, which reads it no more.
+        if policy.jitter == Jitter::Decorrelated {
+            self.previous = nanos(jittered);
+        }
+        self.bounded(jittered, retry_after, policy.max_delay)
+    }
+
+    /// The wait before the next attempt given the jittered delay and the error's retry-after:
+    /// the longer of the two, or a stop if the hint exceeds `max_delay` or the wait would end
+    /// after the deadline.
+    #[inline(always)]
+    pub(super) fn bounded(
+        &mut self,
+        jittered: Duration,
+        retry_after: Option<Duration>,
+        max_delay: Duration,
+    ) -> Verdict {
+        let wait = match retry_after {
+            Some(hint) if hint > max_delay => {
+                return Err(StopReason::RetryAfterTooLong);
+            }
+            Some(hint) => jittered.max(hint),
+            None => jittered,
+        };
+        if let Some(deadline) = self.ctx.deadline {
+            // A wait that ends exactly at the deadline is allowed.
+            let ends = clock::now().checked_add(wait);
+            if ends.is_none_or(|ends| ends > deadline) {
+                return Err(StopReason::DeadlineExceeded);
+            }
+        }
+        Ok(wait)
+    }
+}
+
+/// A duration in whole nanoseconds, saturating at `u64::MAX` (584 years).
+#[inline]
+pub(super) fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
+        .unwrap_or(u64::MAX)
+}
