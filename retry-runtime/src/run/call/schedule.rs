@@ -28,28 +28,32 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     // then costs a few compares and no call.
     #[inline(never)]
     fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Verdict {
-        let policy = self.policy();
-        let jittered = if policy.base.is_zero() {
+        // Fields read through the declared policy; the policy in force (with an adaptive
+        // tuning's first delay and multiplier) is put together only when a delay is computed:
+        // copying it cost a run-time policy (the fn form) ~20 instructions a failed attempt.
+        let source = self.policy;
+        let declared = source.policy();
+        let jittered = if self.base().is_zero() {
             Duration::ZERO
         } else {
-            let draw = if policy.jitter.needs_draw() {
+            let draw = if declared.jitter.needs_draw() {
                 rng::draw()
             } else {
                 0
             };
             // Only decorrelated jitter reads the previous sleep: the others skip converting it.
-            let previous = if policy.jitter == Jitter::Decorrelated {
+            let previous = if declared.jitter == Jitter::Decorrelated {
                 Duration::from_nanos(self.previous)
             } else {
                 Duration::ZERO
             };
-            policy.jittered_delay(self.attempt(), previous, draw)
+            self.policy().jittered_delay(self.attempt(), previous, draw)
         };
         // Kept whether or not the wait is allowed: a stop ends the call, which reads it no more.
-        if policy.jitter == Jitter::Decorrelated {
+        if declared.jitter == Jitter::Decorrelated {
             self.previous = nanos(jittered);
         }
-        self.bounded(jittered, retry_after, policy.max_delay)
+        self.bounded(jittered, retry_after, declared.max_delay)
     }
 
     /// The wait before the next attempt given the jittered delay and the error's retry-after:
