@@ -266,6 +266,23 @@ fn the_loop_feeds_each_decorrelated_sleep_into_the_next() {
     );
 }
 
+#[test]
+fn the_first_decorrelated_sleep_is_drawn_between_one_and_three_bases() {
+    // Before the first sleep, "the previous sleep" is the base: the first draw spans
+    // [base, 3 × base], not a point.
+    let firsts: Vec<Duration> = (0..100)
+        .map(|seed| {
+            testing::seed_jitter(seed);
+            testing::record_sleeps(decorrelated_loop).1[0]
+        })
+        .collect();
+    assert!(
+        firsts.iter().all(|s| *s >= ms(10) && *s <= ms(30)),
+        "{firsts:?}"
+    );
+    assert!(firsts.iter().any(|s| *s > ms(20)), "{firsts:?}");
+}
+
 #[derive(Debug, PartialEq, Classify)]
 enum Throttled {
     #[classify(transient)]

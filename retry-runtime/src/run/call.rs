@@ -12,7 +12,6 @@ mod in_attempt;
 mod schedule;
 
 pub use in_attempt::InAttempt;
-use schedule::nanos;
 
 use super::classifier::Classifier;
 use super::hook::Hook;
@@ -76,7 +75,9 @@ pub struct Call<'p, S = Unprotected, P = &'p RetryPolicy> {
     lifetime: PhantomData<&'p RetryPolicy>,
     ctx: CallCtx,
     start: Option<Instant>,
-    /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating: 8 bytes
+    /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating, with 0
+    /// for "none yet: the first delay" (see `schedule_slow`), so that starting a call under a
+    /// run-time policy converts nothing: 8 bytes
     /// instead of a `Duration`'s 16 in every async retryable future.
     previous: u64,
     /// The most attempts this call makes, with one special value: 0 is a call nested inside
@@ -128,11 +129,12 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
             lifetime: PhantomData,
             ctx: CallCtx::new(deadline),
             start,
-            previous: nanos(policy.base),
+            previous: 0,
+            // At least 1: `RetryPolicy::attempts` clamps, and the field is the crate's.
             max_attempts: if single {
                 once_limit(policy.attempts)
             } else {
-                policy.attempts.max(1)
+                policy.attempts
             },
             timed_out: false,
             protection: Unprotected,
@@ -200,7 +202,6 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         } else {
             tuned.attempts
         };
-        call.previous = nanos(tuned.base);
         call.protection.adapt(source, tuned.base, tuned.multiplier);
         call
     }

@@ -42,10 +42,12 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                 0
             };
             // Only decorrelated jitter reads the previous sleep: the others skip converting it.
-            let previous = if declared.jitter == Jitter::Decorrelated {
-                Duration::from_nanos(self.previous)
-            } else {
-                Duration::ZERO
+            // Before the first sleep it is the first delay. (A decorrelated sleep is 0 only
+            // when `max_delay` is, and then every delay is 0 whatever it reads.)
+            let previous = match (declared.jitter, self.previous) {
+                (Jitter::Decorrelated, 0) => self.base(),
+                (Jitter::Decorrelated, nanos) => Duration::from_nanos(nanos),
+                _ => Duration::ZERO,
             };
             self.policy().jittered_delay(self.attempt(), previous, draw)
         };
@@ -86,7 +88,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 
 /// A duration in whole nanoseconds, saturating at `u64::MAX` (584 years).
 #[inline]
-pub(super) fn nanos(d: Duration) -> u64 {
+fn nanos(d: Duration) -> u64 {
     d.as_secs()
         .checked_mul(1_000_000_000)
         .and_then(|n| n.checked_add(u64::from(d.subsec_nanos())))
