@@ -71,14 +71,14 @@ pub struct Call<'p, S = Unprotected, P = &'p RetryPolicy> {
     /// Where the policy is: a reference, or for `#[retryable]` a zero-sized type naming a
     /// constant (see [`CallPolicy`]), so that the call's state holds no pointer to it.
     policy: P,
-    /// What `'p` bounds when the policy is no reference: the protection it is equipped with.
+    /// Keeps `'p` a parameter of every call: with a zero-sized policy it bounds only the
+    /// protection the call is equipped with.
     lifetime: PhantomData<&'p RetryPolicy>,
     ctx: CallCtx,
     start: Option<Instant>,
-    /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating, with 0
-    /// for "none yet: the first delay" (see `schedule_slow`), so that starting a call under a
-    /// run-time policy converts nothing: 8 bytes
-    /// instead of a `Duration`'s 16 in every async retryable future.
+    /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating: 8 bytes
+    /// instead of a `Duration`'s 16 in every async retryable future. 0 is "none yet", read as
+    /// the first delay (see `schedule_slow`), so that starting a call converts nothing.
     previous: u64,
     /// The most attempts this call makes, with one special value: 0 is a call nested inside
     /// another's attempt under `nested = "once"` whose policy would have retried: it makes one
