@@ -16,9 +16,9 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     pub(super) fn schedule(&mut self, retry_after: Option<Duration>) -> Verdict {
         // Every shape and every jitter of a zero base is zero (decorrelated too: its previous
         // sleep starts at `base`). Without a hint or a deadline to check, the answer is a zero
-        // wait: no random draw, no arithmetic, no out-of-line call.
+        // wait: no random draw, no arithmetic, no out-of-line call. The previous sleep is
+        // already 0 (none yet, or a zero one: the base of a call never changes).
         if self.base().is_zero() && retry_after.is_none() && self.ctx.deadline.is_none() {
-            self.previous = 0;
             return Ok(Duration::ZERO);
         }
         self.schedule_slow(retry_after)
