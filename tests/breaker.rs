@@ -796,3 +796,96 @@ fn a_window_shorter_than_its_ten_buckets_still_counts() {
     testing::record_sleeps(|| b.try_acquire().unwrap().failed());
     assert_eq!(b.state(), CircuitState::Open);
 }
+
+#[test]
+fn the_threshold_th_failure_opens_the_breaker_while_a_leftover_probe_ends_on_another_thread() {
+    // A probe of an earlier half-open phase is still running when the breaker closes; its end
+    // (a change of the state word) races the failure that reaches the threshold. Before the
+    // fix the trip was one compare-and-swap that lost that race and was never tried again: the
+    // breaker stayed closed after the threshold-th consecutive failure.
+    use std::sync::atomic::AtomicUsize;
+    const TRIALS: usize = 20_000;
+    let breakers: Vec<CircuitBreaker> = (0..TRIALS)
+        .map(|_| {
+            CircuitBreaker::new(1, Duration::ZERO)
+                .success_threshold(1)
+                .half_open_max(2)
+        })
+        .collect();
+    // Each trial's two racing permits: the leftover probe and the failing call.
+    let mut leftovers = Vec::with_capacity(TRIALS);
+    let mut failing = Vec::with_capacity(TRIALS);
+    for breaker in &breakers {
+        breaker.try_acquire().unwrap().failed();
+        // A zero cool-down: two probes; the first closes the breaker, the second is left over.
+        let first = breaker.try_acquire().unwrap();
+        let leftover = breaker.try_acquire().unwrap();
+        assert!(first.is_probe() && leftover.is_probe());
+        first.succeeded();
+        let call = breaker.try_acquire().unwrap();
+        assert!(!call.is_probe());
+        leftovers.push(Some(leftover));
+        failing.push(Some(call));
+    }
+    // Both threads spin to the start of each trial, so the two ends overlap often.
+    let arrived = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for (n, leftover) in leftovers.iter_mut().enumerate() {
+                arrived.fetch_add(1, Ordering::AcqRel);
+                while arrived.load(Ordering::Acquire) < 2 * (n + 1) {
+                    std::hint::spin_loop();
+                }
+                leftover.take().unwrap().succeeded();
+            }
+        });
+        for (n, call) in failing.iter_mut().enumerate() {
+            arrived.fetch_add(1, Ordering::AcqRel);
+            while arrived.load(Ordering::Acquire) < 2 * (n + 1) {
+                std::hint::spin_loop();
+            }
+            call.take().unwrap().failed();
+        }
+    });
+    // Opened for a zero cool-down, a tripped breaker reads as half-open at once; never closed.
+    let stayed_closed = breakers
+        .iter()
+        .filter(|b| b.state() == CircuitState::Closed)
+        .count();
+    assert_eq!(stayed_closed, 0, "of {TRIALS} trials");
+}
+
+static VIRTUAL_TRIP: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(1));
+
+#[retryable(
+    attempts = 3,
+    backoff = "fixed",
+    base = "20m",
+    max_delay = "1h",
+    jitter = "none"
+)]
+fn forty_virtual_minutes(calls: &mut u32) -> Result<(), ApiError> {
+    *calls += 1;
+    Err(ApiError::Unavailable)
+}
+
+#[test]
+fn a_breaker_opened_under_virtual_time_stays_open_no_longer_than_open_for_on_the_real_clock() {
+    // Statics are shared by every test in a binary: a breaker tripped on a virtual clock that
+    // ran 40 minutes ahead must not stay open for 40 real minutes.
+    let (_, slept) = testing::record_sleeps(|| {
+        let mut calls = 0;
+        let _ = forty_virtual_minutes(&mut calls);
+        VIRTUAL_TRIP.try_acquire().unwrap().failed();
+    });
+    assert_eq!(
+        slept,
+        [Duration::from_secs(1200), Duration::from_secs(1200)]
+    );
+    let refused = VIRTUAL_TRIP.try_acquire().unwrap_err();
+    assert!(
+        refused.retry_after() <= Duration::from_secs(1),
+        "{:?}",
+        refused.retry_after()
+    );
+}

@@ -243,7 +243,21 @@ impl CircuitBreaker {
     /// open for `left`; `Err(None)`: the state changed under us, read it again.
     fn end_cool_down(&self, cur: u64, w: Word) -> Result<Word, Option<Duration>> {
         let now = ticks(clock::now());
-        let until = self.open_until.load(Ordering::Acquire);
+        let mut until = self.open_until.load(Ordering::Acquire);
+        let longest = now.saturating_add(nanos_i64(self.open_for));
+        if until > longest {
+            // Stamped on another clock (virtual time that ran ahead, in a test sharing this
+            // static): no cool-down lasts longer than `open_for` on the clock that asks.
+            until = match self.open_until.compare_exchange(
+                until,
+                longest,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => longest,
+                Err(actual) => actual.min(longest),
+            };
+        }
         if now < until {
             return Err(Some(Duration::from_nanos(until.abs_diff(now))));
         }
@@ -295,26 +309,55 @@ impl CircuitBreaker {
         }
     }
 
-    /// Open the breaker from the state `cur` (closed, or half-open after a failed probe), with
-    /// `w.in_flight` probes still outstanding.
+    /// Open the breaker from the state `cur`, if it is still in `w`'s phase and generation
+    /// (closed, or half-open after a failed probe, which `release_probe` frees). A change of
+    /// the word that leaves the phase as it was (a leftover probe ending, another probe
+    /// starting) does not cancel the trip: it is tried again on the new word.
     #[cold]
-    fn trip(&self, cur: u64, w: Word) -> bool {
+    fn trip(&self, mut cur: u64, w: Word, release_probe: bool) -> bool {
         // Publish the end of the cool-down before the state that makes readers look at it.
         let until = ticks(clock::now()).saturating_add(nanos_i64(self.open_for));
         self.open_until.store(until, Ordering::Release);
-        let next = Word {
-            phase: CircuitState::Open,
-            generation: w.next_generation(),
-            in_flight: w.in_flight,
-            successes: 0,
-        };
-        if self.swap(cur, next).is_err() {
-            return false;
+        loop {
+            let now = Word::unpack(cur);
+            if now.phase != w.phase || now.generation != w.generation {
+                return false;
+            }
+            let in_flight = if release_probe {
+                now.in_flight.saturating_sub(1)
+            } else {
+                now.in_flight
+            };
+            let next = Word {
+                phase: CircuitState::Open,
+                generation: now.next_generation(),
+                in_flight,
+                successes: 0,
+            };
+            match self.swap(cur, next) {
+                Ok(()) => break,
+                Err(actual) => cur = actual,
+            }
         }
         self.failures.store(0, Ordering::Relaxed);
         self.clear_window();
         self.notify(w.phase, CircuitState::Open);
         true
+    }
+
+    /// Whether the breaker has nothing to remember: closed, no probe running, no failure
+    /// counted since it last closed or succeeded (a `PerKey` table gives such a place away
+    /// first).
+    pub(crate) fn is_idle(&self) -> bool {
+        let w = Word::unpack(self.state.load(Ordering::Acquire));
+        w.phase == CircuitState::Closed
+            && w.in_flight == 0
+            && self.failures.load(Ordering::Relaxed) == 0
+            && (self.ratio.is_none()
+                || self
+                    .window
+                    .iter()
+                    .all(|slot| word::Bucket::unpack(slot.load(Ordering::Relaxed)).failures == 0))
     }
 
     #[inline]
@@ -357,7 +400,7 @@ impl CircuitBreaker {
                 && failed.saturating_mul(1_000_000) >= rule.ppm.saturating_mul(calls);
         }
         if open {
-            self.trip(cur, w);
+            self.trip(cur, w, false);
         }
     }
 
@@ -376,9 +419,10 @@ impl CircuitBreaker {
             let next = match outcome {
                 _ if !current => freed,
                 Outcome::Failure => {
-                    if self.trip(cur, freed) {
+                    if self.trip(cur, w, true) {
                         return;
                     }
+                    // The phase ended meanwhile: only free the slot.
                     cur = self.state.load(Ordering::Acquire);
                     continue;
                 }
