@@ -501,3 +501,74 @@ async fn nested_once_makes_one_attempt_and_no_hedge_inside_an_outer_attempt() {
     assert_eq!(hedged_once(&started).await, Err(ReadError::Unavailable));
     assert_eq!(*started.lock().unwrap(), 3);
 }
+
+static PANIC_BREAKER: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+
+#[retryable(attempts = 3, idempotent, hedge = "50ms", circuit = PANIC_BREAKER)]
+async fn read_panicking_beside_two() -> Result<u32, ReadError> {
+    if current_attempt().unwrap().number() == 3 {
+        panic!("the second hedge panics");
+    }
+    sleep(Duration::from_secs(1)).await;
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_hedge_is_one_breaker_failure_not_one_per_sibling() {
+    let joined = tokio::spawn(read_panicking_beside_two()).await;
+    assert!(joined.unwrap_err().is_panic());
+    // Attempts 1 and 2 were running when attempt 3 panicked: they were dropped, not failed.
+    // Before the fix each sibling's permit counted the unwind as its own failure (3 failures
+    // against a threshold of 2: open).
+    assert_eq!(PANIC_BREAKER.state(), CircuitState::Closed);
+    // One more failure reaches the threshold: the panic itself was counted.
+    PANIC_BREAKER.try_acquire().unwrap().failed();
+    assert_eq!(PANIC_BREAKER.state(), CircuitState::Open);
+}
+
+static JOINED_BREAKER: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(30));
+
+#[retryable(attempts = 2, circuit = JOINED_BREAKER)]
+async fn read_slowly() -> Result<u32, ReadError> {
+    sleep(Duration::from_secs(1)).await;
+    Ok(1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_dropped_because_a_join_sibling_panicked_are_not_breaker_failures() {
+    let joined = tokio::spawn(async {
+        let panics = async {
+            sleep(10 * MS).await;
+            panic!("a sibling of the retryable calls panics");
+        };
+        tokio::join!(read_slowly(), read_slowly(), panics)
+    })
+    .await;
+    assert!(joined.unwrap_err().is_panic());
+    // Neither call failed: a threshold of 1 would have opened on the first.
+    assert_eq!(JOINED_BREAKER.state(), CircuitState::Closed);
+}
+
+#[retryable(
+    attempts = 3,
+    base = "1ms",
+    max_delay = "1s",
+    idempotent,
+    hedge = "50ms"
+)]
+async fn read_pushed_back(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_over_max_delay_stops_a_hedged_call_from_starting_more() {
+    // Attempt 1 answers after 400 ms; the hedge (attempt 2) is told to come back in 5 s, past
+    // `max_delay`: a sequential call would stop, so no attempt 3 may start, hedge or retry.
+    let replica = Replica::new(vec![
+        (400, Ok(1)),
+        (10, Err(ReadError::Busy { wait: 5000 * MS })),
+        (10, Ok(3)),
+    ]);
+    assert_eq!(read_pushed_back(&replica).await, Ok(1));
+    assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 50 * MS)]);
+}

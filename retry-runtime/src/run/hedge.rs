@@ -162,6 +162,12 @@ impl<F: Future, H> Hedging<F, H> {
         self.timer = Timer::Admitted(call.protection.take_hold());
     }
 
+    /// The call starts no further attempt (a stop that leaves attempts running): forget the
+    /// timer's purpose, releasing an admitted attempt's permit as neither success nor failure.
+    pub fn start_no_more(&mut self) {
+        self.timer = Timer::Off;
+    }
+
     /// The timer fired: whether to start the next attempt now. A hedge is admitted now (by
     /// the deadline, the budget and the breaker) and reported to `hook`; an attempt that
     /// waited out a retry-after was admitted before.
@@ -415,7 +421,11 @@ macro_rules! retry_hedged {
                                 timer.set(::core::option::Option::Some(($sleep)(delay)));
                             }
                         }
-                        $crate::run::hedge::Then::Wait => {}
+                        $crate::run::hedge::Then::Wait => {
+                            // No new attempt, hedge or retry: disarm the timer.
+                            hedging.start_no_more();
+                            timer.set(::core::option::Option::None);
+                        }
                     }
                 }
                 $crate::run::hedge::Event::Timer => {

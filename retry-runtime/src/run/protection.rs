@@ -13,7 +13,9 @@
 //!
 //! The permit lives in the [`Call`](super::Call), which lives in the retrying function's
 //! frame: if that frame is dropped mid-attempt (a cancelled future) the permit is released as
-//! neither success nor failure, and if it unwinds (a panicking body) as a failure.
+//! neither success nor failure, and if its attempt unwinds (a panicking body) as a failure,
+//! recorded by the guard around the attempt ([`PanicSink`]); a permit dropped by an unwind that
+//! began elsewhere (a sibling hedge, another future in the same `join!`) is neither.
 
 use super::stop::{StopReason, Verdict};
 use crate::adaptive::Adapt;
@@ -197,7 +199,7 @@ impl<'p> Protection<'p> for Protected<'p> {
         }
         if let Some(breaker) = self.breaker {
             match breaker.try_acquire() {
-                Ok(permit) => self.permit = Some(permit),
+                Ok(permit) => self.permit = Some(permit.managed()),
                 Err(_) => return Err(StopReason::CircuitOpen),
             }
         }
@@ -206,7 +208,7 @@ impl<'p> Protection<'p> for Protected<'p> {
     #[inline]
     fn admit(&mut self) -> Result<(), CircuitOpen> {
         if let Some(breaker) = self.breaker {
-            self.permit = Some(breaker.try_acquire()?);
+            self.permit = Some(breaker.try_acquire()?.managed());
         }
         Ok(())
     }
