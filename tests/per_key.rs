@@ -145,3 +145,30 @@ fn len_is_empty_and_debug_count_the_keys_in_use() {
         "PerKey { keys: 2, capacity: 2, .. }"
     );
 }
+
+static EIGHT_HOSTS: PerKey<CircuitBreaker, 8> =
+    PerKey::new(CircuitBreaker::new(2, Duration::from_secs(3600)));
+
+#[retryable(attempts = 1, circuit = EIGHT_HOSTS, key = host)]
+fn fetch_one_of_eight(host: &str, up: bool, calls: &mut u32) -> Result<(), HostError> {
+    *calls += 1;
+    if up { Ok(()) } else { Err(HostError::Refused) }
+}
+
+#[test]
+fn an_open_breaker_keeps_its_place_while_healthy_new_hosts_come_and_go() {
+    // One failing host among 8 new healthy hosts per round, in a table of 8 places: the
+    // healthy hosts have nothing to remember and give their places away first, so the failing
+    // host's breaker stays open (2 calls open it) instead of being forgotten every round.
+    let mut down_calls = 0;
+    for round in 0..100 {
+        let _ = fetch_one_of_eight("down.example", false, &mut down_calls);
+        for i in 0..8 {
+            let mut calls = 0;
+            let host = format!("healthy-{round}-{i}.example");
+            fetch_one_of_eight(&host, true, &mut calls).unwrap();
+        }
+    }
+    assert_eq!(down_calls, 2);
+    assert_eq!(EIGHT_HOSTS.get("down.example").state(), CircuitState::Open);
+}

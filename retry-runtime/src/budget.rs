@@ -120,6 +120,12 @@ impl RetryBudget {
         }
     }
 
+    /// Whether the bucket is full: it has nothing to remember (a `PerKey` table gives such a
+    /// place away first).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.tokens.load(Ordering::Relaxed) >= self.max
+    }
+
     /// Whether a retry may start now: the tokens exceed half of `max_tokens`.
     #[inline]
     pub fn allows_retry(&self) -> bool {

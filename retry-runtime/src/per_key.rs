@@ -11,17 +11,26 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub trait Template: Sized {
     /// A new value with this one's settings and fresh state (a closed breaker, a full bucket).
     fn fresh(&self) -> Self;
+    /// Whether this value has nothing a fresh one lacks (a closed breaker with no failure
+    /// counted, a full bucket): forgetting it loses nothing.
+    fn is_idle(&self) -> bool;
 }
 
 impl Template for CircuitBreaker {
     fn fresh(&self) -> Self {
         self.fresh_copy()
     }
+    fn is_idle(&self) -> bool {
+        CircuitBreaker::is_idle(self)
+    }
 }
 
 impl Template for RetryBudget {
     fn fresh(&self) -> Self {
         self.fresh_copy()
+    }
+    fn is_idle(&self) -> bool {
+        RetryBudget::is_idle(self)
     }
 }
 
@@ -48,8 +57,11 @@ struct Table<T, const N: usize> {
 }
 
 /// One [`CircuitBreaker`] or [`RetryBudget`] per key, each a fresh copy of `template`, for at
-/// most `N` keys (64 by default): the key used least recently gives its place to a new one, so
-/// nothing grows without bound.
+/// most `N` keys (64 by default), so nothing grows without bound. When every place is taken, a
+/// new key takes the place of the least recently used key with nothing to remember (a closed
+/// breaker with no failures counted, a full budget), and only when there is none, of the least
+/// recently used key. A key whose place was taken starts again from the template when it comes
+/// back: its breaker closed, its budget full.
 ///
 /// Const-constructible for a `static`. A lookup takes a lock for a scan of at most `N` entries
 /// and hands back an `Arc` of the key's value; no lock is held while a call runs, and a call
@@ -154,10 +166,19 @@ impl<T: Template, const N: usize> PerKey<T, N> {
                 return Arc::clone(value);
             }
         }
-        // A free place, or else the least recently used one.
+        // A free place; else the least recently used of those with nothing to remember (a
+        // closed breaker with no failures, a full budget); else the least recently used. An
+        // open breaker is the last thing to forget: forgetting it sends calls to a host that
+        // is down.
+        let idle = |e: &Entry<T>| e.value.as_deref().is_some_and(T::is_idle);
         let place = entries
             .iter()
             .position(|e| e.value.is_none())
+            .or_else(|| {
+                (0..entries.len())
+                    .filter(|&i| idle(&entries[i]))
+                    .min_by_key(|&i| entries[i].last_used)
+            })
             .or_else(|| (0..entries.len()).min_by_key(|&i| entries[i].last_used));
         let value = Arc::new(self.template.fresh());
         if let Some(i) = place {
