@@ -55,7 +55,7 @@ fn status(code: u16) -> Answer {
 impl<B> Service<Request<ReplayBody<B>>> for Server
 where
     B: Body<Data = Bytes> + Unpin + Send + 'static,
-    B::Error: std::fmt::Debug,
+    B::Error: Into<BoxError>,
 {
     type Response = Response<&'static str>;
     type Error = BoxError;
@@ -454,4 +454,219 @@ fn the_service_is_clone_and_its_futures_are_send() {
     clone_and_send(&client);
     let future = client.call(post("x"));
     send(&future);
+}
+
+/// A server that reads each body frame by frame as hyper's client sends it: it stops at the
+/// trailers (the last frame) or once an exact size hint's bytes have arrived, and an error
+/// from the body fails the call (as hyper fails the request). It records what it received
+/// whole: the size hint the request was framed by, the bytes, and the trailers.
+#[derive(Clone, Default)]
+struct Strict {
+    answers: Arc<Mutex<VecDeque<u16>>>,
+    calls: Arc<Mutex<u32>>,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Received {
+    framed_as: Option<u64>,
+    bytes: Bytes,
+    trailers: Option<http::HeaderMap>,
+}
+
+impl Strict {
+    fn answering(answers: Vec<u16>) -> Self {
+        Strict {
+            answers: Arc::new(Mutex::new(answers.into())),
+            ..Strict::default()
+        }
+    }
+
+    fn calls(&self) -> u32 {
+        *self.calls.lock().unwrap()
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+impl<B> Service<Request<ReplayBody<B>>> for Strict
+where
+    B: Body<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<&'static str>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<ReplayBody<B>>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            *this.calls.lock().unwrap() += 1;
+            let mut body = req.into_body();
+            let framed_as = body.size_hint().exact();
+            let mut bytes = Vec::new();
+            let mut trailers = None;
+            while framed_as.is_none_or(|n| (bytes.len() as u64) < n) {
+                match body.frame().await {
+                    None => break,
+                    Some(Err(e)) => return Err(e),
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) => bytes.extend_from_slice(&data),
+                        Err(frame) => {
+                            trailers = frame.into_trailers().ok();
+                            break;
+                        }
+                    },
+                }
+            }
+            this.received.lock().unwrap().push(Received {
+                framed_as,
+                bytes: Bytes::from(bytes),
+                trailers,
+            });
+            let code = this.answers.lock().unwrap().pop_front().unwrap_or(200);
+            status(code)
+        })
+    }
+}
+
+/// A streamed body whose source fails after its first chunk (and, with `goes_on`, then
+/// yields more data, as a stream that skips a failed read would).
+struct FailingSource {
+    frames: VecDeque<Result<&'static str, std::io::Error>>,
+}
+
+impl FailingSource {
+    fn new(goes_on: bool) -> Self {
+        let mut frames: VecDeque<_> = [
+            Ok("amount=10"),
+            // A reset from where the upload is read (a proxied stream): a retryable kind.
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "the upload's source failed",
+            )),
+        ]
+        .into();
+        if goes_on {
+            frames.push_back(Ok("0"));
+        }
+        FailingSource { frames }
+    }
+}
+
+impl Body for FailingSource {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(
+            self.frames
+                .pop_front()
+                .map(|frame| frame.map(|chunk| Frame::data(Bytes::from_static(chunk.as_bytes())))),
+        )
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_whose_source_failed_is_not_replayed_shortened() {
+    for goes_on in [false, true] {
+        let server = Strict::default();
+        let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+        let put = Request::put("http://api.test/accounts/7")
+            .body(FailingSource::new(goes_on))
+            .unwrap();
+        let error = client.call(put).await.unwrap_err();
+        assert!(error.to_string().contains("source failed"), "{error}");
+        // One attempt, and nothing received whole: no `amount=10` (or `amount=100`) stored as
+        // the body.
+        assert_eq!(server.calls(), 1, "goes on after the error: {goes_on}");
+        assert_eq!(server.received(), []);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_is_framed_as_the_first_attempt_with_the_same_content_length() {
+    let server = Strict::answering(vec![503, 503]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let body = "x".repeat(40_000);
+    let put = Request::put("http://api.test/blob")
+        .body(body.clone())
+        .unwrap();
+    assert_eq!(client.call(put).await.unwrap().status(), StatusCode::OK);
+    let received = server.received();
+    assert_eq!(received.len(), 3);
+    for r in received {
+        assert_eq!(r.framed_as, Some(40_000));
+        assert_eq!(r.bytes, body.as_bytes());
+    }
+}
+
+/// A body of data and then trailers, as a gRPC-style upload ends.
+struct WithTrailers(Option<Frame<Bytes>>, Option<Frame<Bytes>>);
+
+impl Body for WithTrailers {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.0.take().or_else(|| self.1.take()).map(Ok))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn replayed_trailers_are_sent_again_on_every_attempt() {
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("checksum", "abc123".parse().unwrap());
+    let server = Strict::answering(vec![503]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let body = WithTrailers(
+        Some(Frame::data(Bytes::from_static(b"payload"))),
+        Some(Frame::trailers(trailers.clone())),
+    );
+    let put = Request::put("http://api.test/blob").body(body).unwrap();
+    assert_eq!(client.call(put).await.unwrap().status(), StatusCode::OK);
+    let received = server.received();
+    assert_eq!(received.len(), 2);
+    for r in received {
+        assert_eq!(r.bytes, "payload");
+        assert_eq!(r.trailers.as_ref(), Some(&trailers));
+    }
+}
+
+#[tokio::test]
+async fn two_live_copies_read_alternately_each_get_the_whole_body() {
+    // An inner service may go on driving a cancelled attempt's body while the next attempt
+    // reads its own copy: neither copy may lose the chunks the other read from the source.
+    let mut first = ReplayBody::new(Chunks(["ab", "cd", "ef"].into()), 1024);
+    let mut second = first.replay().unwrap();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    // The second copy reads two frames for each of the first's, so it overtakes it and reads
+    // from the source while the first is still behind.
+    loop {
+        let x = first.frame().await;
+        let y = second.frame().await;
+        let z = second.frame().await;
+        if let Some(f) = &x {
+            a.extend_from_slice(f.as_ref().unwrap().data_ref().unwrap());
+        }
+        for f in [&y, &z].into_iter().flatten() {
+            b.extend_from_slice(f.as_ref().unwrap().data_ref().unwrap());
+        }
+        if x.is_none() && z.is_none() {
+            break;
+        }
+    }
+    assert_eq!((&a[..], &b[..]), (&b"abcdef"[..], &b"abcdef"[..]));
 }

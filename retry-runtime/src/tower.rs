@@ -59,7 +59,7 @@ pub use http_retry::{
 };
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use replay::ReplayBody;
+pub use replay::{BodyNotReplayable, ReplayBody};
 
 use crate::clock;
 use crate::policy::RetryPolicy;

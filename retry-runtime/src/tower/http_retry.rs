@@ -1,7 +1,7 @@
 //! [`HttpRetryLayer`]: the tower layer for HTTP clients, with the semantics the SPEC gives
 //! (status table, `Retry-After`, idempotence by method or `Idempotency-Key`, replayed bodies).
 
-use super::replay::ReplayBody;
+use super::replay::{BodyNotReplayable, ReplayBody};
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
@@ -83,36 +83,74 @@ impl<RB> Classify for HttpFailure<RB> {
     }
 }
 
-/// The class of an error found through its source chain: the crate's own `CircuitOpen` and
-/// `TimedOut`, an `io::Error` (by its kind), or an outcome the server may have acted on —
-/// tokio's `Elapsed`, an error whose message says it "timed out" (tower's and most clients'
-/// timeout errors, which this crate cannot name), hyper's "connection closed before message
-/// completed" — idempotent-only. Anything else is permanent: an unknown failure is not retried
-/// into a struggling server.
+/// The class of an error found through its source chain. The question is whether the server
+/// may have acted on the request:
+///
+/// - a failure that provably happened before anything was sent is transient: the crate's own
+///   `CircuitOpen`, a refused connection, and hyper-util's connect errors and requests it
+///   handed back unsent ("client error (Connect)", "client error (Canceled)", "tcp connect
+///   error", "dns error");
+/// - a reset, abort, broken pipe or close after the connection was up, tokio's `Elapsed`, an
+///   error whose message says it "timed out" (tower's and most clients' timeout errors, which
+///   this crate cannot name), hyper's "connection closed before message completed", and the
+///   crate's `TimedOut`: the request may have been written and acted on, so idempotent-only;
+/// - anything else is permanent: an unknown failure is not retried into a struggling server.
 fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration>) {
     let mut current = Some(error);
+    let mut before_sending = false;
     let mut maybe_processed = false;
     while let Some(e) = current {
         if let Some(open) = e.downcast_ref::<CircuitOpen>() {
             return (open.class(), Classify::retry_after(open));
         }
-        if let Some(ours) = e.downcast_ref::<TimedOut>() {
-            return (ours.class(), None);
+        if e.is::<TimedOut>() {
+            return (ErrorClass::IdempotentOnly, None);
+        }
+        if e.is::<BodyNotReplayable>() || e.is::<BodyTooLong>() {
+            return (ErrorClass::Permanent, None);
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return (io.class(), io.retry_after());
+            if io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<CircuitOpen>() || inner.is::<TimedOut>())
+            {
+                // The crate's own error carried through an `io::Error`.
+                return (io.class(), io.retry_after());
+            }
+            return (io_class(io, before_sending), None);
         }
         let message = e.to_string().to_ascii_lowercase();
+        before_sending |= message.starts_with("client error (connect)")
+            || message.starts_with("client error (canceled)")
+            || message.starts_with("tcp connect error")
+            || message.starts_with("dns error");
         maybe_processed |= e.is::<tokio::time::error::Elapsed>()
             || message.contains("timed out")
             // hyper: the connection closed after the request was written, before the answer.
             || message.contains("connection closed before message completed");
         current = e.source();
     }
-    if maybe_processed {
+    if before_sending {
+        (ErrorClass::Transient, None)
+    } else if maybe_processed {
         (ErrorClass::IdempotentOnly, None)
     } else {
         (ErrorClass::Permanent, None)
+    }
+}
+
+/// An I/O error met while sending a request. Before anything was sent (a connect error, a
+/// refused connection) a failure worth retrying is transient; after, a reset or an abort
+/// leaves the outcome unknown.
+fn io_class(io: &std::io::Error, before_sending: bool) -> ErrorClass {
+    let class = io.class();
+    if class == ErrorClass::Permanent {
+        return class;
+    }
+    if before_sending || io.kind() == std::io::ErrorKind::ConnectionRefused {
+        ErrorClass::Transient
+    } else {
+        ErrorClass::IdempotentOnly
     }
 }
 
@@ -308,6 +346,7 @@ where
     Svc::Future: Send,
     Svc::Error: Into<BoxError>,
     B: Body<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
     RB: Send + 'static,
     H: Hook<HttpFailure<RB>> + Clone + Send + 'static,
     observe::Observed<H>: Hook<HttpFailure<RB>> + Send,
