@@ -153,3 +153,84 @@ async fn the_builder_retries_flagged_values_sync_and_async() {
     assert_eq!(slept.len(), 1);
     assert_eq!(flagged, [1]);
 }
+
+#[derive(Debug, PartialEq, Classify)]
+enum ApiError {
+    #[classify(transient)]
+    Open,
+}
+
+impl From<retry_kit::CircuitOpen> for ApiError {
+    fn from(_: retry_kit::CircuitOpen) -> Self {
+        ApiError::Open
+    }
+}
+
+static JOBS_API: retry_kit::CircuitBreaker =
+    retry_kit::CircuitBreaker::new(5, Duration::from_secs(30));
+static JOBS_BUDGET: retry_kit::RetryBudget = retry_kit::RetryBudget::new(10, 0.1);
+
+fn running(status: &Status) -> bool {
+    *status == Status::Pending
+}
+
+#[retryable(attempts = 10, backoff = "fixed", base = "1s", retry_if = running,
+            circuit = JOBS_API, budget = JOBS_BUDGET)]
+fn poll_job(polls: &mut u32) -> Result<Status, ApiError> {
+    *polls += 1;
+    Ok(if *polls < 8 {
+        Status::Pending
+    } else {
+        Status::Ready(*polls)
+    })
+}
+
+#[test]
+fn a_retry_if_poller_neither_trips_the_breaker_nor_drains_the_budget() {
+    // A healthy job poller, done after 8 polls. Before the fix each "not ready yet" was a
+    // breaker failure: the 5th opened the breaker, the poll stopped with a stale `Pending`, and
+    // every other call to the dependency was refused for 30 s; the budget lost a token a poll.
+    let mut polls = 0;
+    let (status, slept) = testing::record_sleeps(|| poll_job(&mut polls));
+    assert_eq!(status, Ok(Status::Ready(8)));
+    assert_eq!(slept, [Duration::from_secs(1); 7]);
+    assert_eq!(JOBS_API.state(), retry_kit::CircuitState::Closed);
+    assert_eq!(JOBS_BUDGET.tokens(), 10.0);
+    // And a failure still counts: the breaker and the budget are live.
+    JOBS_API.try_acquire().unwrap().failed();
+    assert!(
+        format!("{JOBS_API:?}").contains("failures: 1"),
+        "{JOBS_API:?}"
+    );
+}
+
+static ANSWERS: Mutex<Vec<(ErrorClass, bool, &'static str)>> = Mutex::new(Vec::new());
+
+fn log_answer(f: &Failure<'_, Rejected<Status, JobError>>) {
+    ANSWERS
+        .lock()
+        .unwrap()
+        .push((f.class, f.answered, f.class_label()));
+}
+
+#[retryable(attempts = 3, base = "0ms", retry_if = pending, on_failure = log_answer)]
+fn poll_logged(answers: &mut Vec<Result<Status, JobError>>) -> Result<Status, JobError> {
+    answers.pop().unwrap()
+}
+
+#[test]
+fn a_flagged_value_is_recorded_as_an_answer_with_the_class_label_value() {
+    let mut answers = vec![
+        Ok(Status::Ready(1)),
+        Err(JobError::Busy),
+        Ok(Status::Pending),
+    ];
+    assert_eq!(poll_logged(&mut answers), Ok(Status::Ready(1)));
+    assert_eq!(
+        *ANSWERS.lock().unwrap(),
+        [
+            (ErrorClass::Transient, true, "value"),
+            (ErrorClass::Transient, false, "transient"),
+        ]
+    );
+}

@@ -3,7 +3,7 @@
 //!
 //! | name | kind | labels | what |
 //! | --- | --- | --- | --- |
-//! | `retry_kit_attempts_total` | counter | `fn`, `outcome` (`success`, `retry`, `stop`), `class` (`none` for a success) | every attempt, by what came of it |
+//! | `retry_kit_attempts_total` | counter | `fn`, `outcome` (`success`, `retry`, `stop`), `class` (`none` for a success, `value` for a value `retry_if` polls past) | every attempt, by what came of it |
 //! | `retry_kit_retry_delay_seconds` | histogram | `fn` | the wait before each retry |
 //! | `retry_kit_stops_total` | counter | `fn`, `reason` | every call that gave up, by [`StopReason`], including calls an open breaker refused before any attempt (`circuit_open`) |
 //! | `retry_kit_hedges_total` | counter | `fn` | every attempt a hedged call started beside a slow one (counted in `retry_kit_attempts_total` too when it ends) |
@@ -14,15 +14,14 @@
 //! the feature nothing is compiled: no check, no call on any path.
 
 use crate::breaker::CircuitState;
-use crate::class::ErrorClass;
 use crate::run::stop::{Next, StopReason};
 
 /// A failed attempt: counted by outcome and class; its wait or its stop recorded.
 #[cold]
-pub(crate) fn failed_attempt(function: &'static str, class: ErrorClass, next: Next) {
+pub(crate) fn failed_attempt(function: &'static str, class: &'static str, next: Next) {
     match next {
         Next::Retry(delay) => {
-            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class.as_str())
+            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class)
                 .increment(1);
             ::metrics::histogram!("retry_kit_retry_delay_seconds", "fn" => function)
                 .record(delay.as_secs_f64());
@@ -30,11 +29,11 @@ pub(crate) fn failed_attempt(function: &'static str, class: ErrorClass, next: Ne
         // A hedged attempt that failed while others still run: the call goes on without a
         // wait of its own.
         Next::Wait { .. } => {
-            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class.as_str())
+            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class)
                 .increment(1);
         }
         Next::Stop(reason) => {
-            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "stop", "class" => class.as_str())
+            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "stop", "class" => class)
                 .increment(1);
             stopped(function, reason);
         }

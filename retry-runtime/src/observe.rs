@@ -11,7 +11,7 @@
 //! | --- | --- |
 //! | `fn` | the function's path, such as `my_app::db::insert` (for methods, the module path and the method's name); `"closure"` for [`Retry`](crate::Retry) |
 //! | `attempt` | the attempt that failed, from 1 |
-//! | `class` | `transient`, `permanent` or `idempotent_only` |
+//! | `class` | `transient`, `permanent`, `idempotent_only`, `already_done`, or `value` for a value `retry_if` polls past |
 //! | `delay_ms` | when retrying: the wait before the next attempt |
 //! | `reason` | when giving up: the [`StopReason`](crate::StopReason), such as `attempts_exhausted` |
 //! | `running` | hedged calls: the attempts still running (a failure that waits for them, at `DEBUG`; a hedge that starts, at `DEBUG` with the message "attempt slow; hedging") |
@@ -142,7 +142,7 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
             self.hook.on_failure(failure);
         }
         #[cfg(feature = "metrics")]
-        crate::meter::failed_attempt(self.name, failure.class, failure.next);
+        crate::meter::failed_attempt(self.name, failure.class_label(), failure.next);
         #[cfg(feature = "tracing")]
         {
             let shown = self.hook.display_fn().map(|fmt| Shown(failure.error, fmt));
@@ -251,7 +251,7 @@ fn failed_attempt<E>(
     use tracing::field::display;
     let elapsed_ms = millis(failure.elapsed);
     let error = error.map(display);
-    let class = failure.class.as_str();
+    let class = failure.class_label();
     match failure.next {
         // `fn` is a keyword, so the field names are written in the braced, quoted form.
         Next::Retry(delay) => tracing::debug!(

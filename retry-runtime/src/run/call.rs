@@ -358,17 +358,27 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         C: Classifier<E>,
         H: Hook<E>,
     {
-        let class = if std::mem::take(&mut self.timed_out) {
+        let timed_out = std::mem::take(&mut self.timed_out);
+        let class = if timed_out {
             ErrorClass::IdempotentOnly
         } else {
             classifier.class(error)
         };
-        self.protection.failed(class);
+        let answered = C::ANSWERS && !timed_out && classifier.answered(error);
+        if answered {
+            self.protection.answered();
+        } else {
+            self.protection.failed(class);
+        }
         let verdict = match self.stop_for_class(class) {
             Some(reason) => Err(reason),
             None => {
                 let verdict = self.schedule(classifier.retry_after(error));
-                self.protection.admit_retry(verdict)
+                if answered {
+                    self.protection.admit_poll(verdict)
+                } else {
+                    self.protection.admit_retry(verdict)
+                }
             }
         };
         if H::ACTIVE {
@@ -378,6 +388,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                 class,
                 elapsed: self.elapsed(),
                 next: Next::of(verdict),
+                answered,
             });
         }
         verdict.ok()

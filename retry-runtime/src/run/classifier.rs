@@ -16,6 +16,20 @@ pub trait Classifier<E: ?Sized> {
     fn class(&self, error: &E) -> ErrorClass;
     /// The wait `error` asks for, if any.
     fn retry_after(&self, error: &E) -> Option<Duration>;
+
+    /// Whether this classifier ever calls a failed attempt an answer (see
+    /// [`answered`](Self::answered)); false lets the loop skip the question.
+    const ANSWERS: bool = false;
+
+    /// Whether `error` is an answer from a healthy dependency that the loop polls past (a
+    /// value `retry_if` flagged) rather than a failure: it follows the schedule, but the
+    /// breaker records it as an answer, the budget is not charged for it or asked before the
+    /// next poll, and the adaptive window does not count it as a failure.
+    #[inline]
+    fn answered(&self, error: &E) -> bool {
+        let _ = error;
+        false
+    }
 }
 
 /// Classify errors through their [`Classify`] impl (the default).
@@ -83,6 +97,11 @@ impl<E: ?Sized, C: Classifier<E>> Classifier<E> for Borrowed<'_, C> {
     #[inline]
     fn retry_after(&self, error: &E) -> Option<Duration> {
         self.0.retry_after(error)
+    }
+    const ANSWERS: bool = C::ANSWERS;
+    #[inline]
+    fn answered(&self, error: &E) -> bool {
+        self.0.answered(error)
     }
 }
 

@@ -40,8 +40,13 @@ pub trait Protection<'p>: PanicSink + Sized {
     fn succeeded(&mut self);
     /// The attempt failed with an error of `class`.
     fn failed(&mut self, class: ErrorClass);
+    /// The attempt got an answer the loop polls past (a `retry_if` value): not a failure.
+    fn answered(&mut self);
     /// Let the budget and then the breaker veto a retry the policy scheduled.
     fn admit_retry(&mut self, verdict: Verdict) -> Verdict;
+    /// Let the breaker veto the next poll after an answer (the budget meters retries of
+    /// failures, not polls).
+    fn admit_poll(&mut self, verdict: Verdict) -> Verdict;
     /// Ask the breaker (if any) for the first attempt.
     fn admit(&mut self) -> Result<(), CircuitOpen>;
     /// What belongs to one attempt rather than to the call: its breaker permit and when it
@@ -75,7 +80,13 @@ impl<'p> Protection<'p> for Unprotected {
     #[inline(always)]
     fn failed(&mut self, _: ErrorClass) {}
     #[inline(always)]
+    fn answered(&mut self) {}
+    #[inline(always)]
     fn admit_retry(&mut self, verdict: Verdict) -> Verdict {
+        verdict
+    }
+    #[inline(always)]
+    fn admit_poll(&mut self, verdict: Verdict) -> Verdict {
         verdict
     }
     #[inline(always)]
@@ -196,6 +207,20 @@ impl<'p> Protection<'p> for Protected<'p> {
             if !budget.allows_retry() {
                 return Err(StopReason::BudgetExhausted);
             }
+        }
+        self.admit_poll(verdict)
+    }
+    #[inline]
+    fn answered(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            permit.succeeded();
+        }
+        self.end_attempt(false);
+    }
+    #[inline]
+    fn admit_poll(&mut self, verdict: Verdict) -> Verdict {
+        if verdict.is_err() {
+            return verdict;
         }
         if let Some(breaker) = self.breaker {
             match breaker.try_acquire() {

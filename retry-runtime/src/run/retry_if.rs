@@ -2,9 +2,14 @@
 //! failure inside `Ok`).
 //!
 //! In a function with `#[retryable(retry_if = path)]`, an attempt whose value `path(&value)`
-//! flags is a failed attempt of class [`ErrorClass::Transient`]: the loop, the hooks, `tracing`
-//! and metrics see it as [`Rejected::Value`], and an error as [`Rejected::Error`]. When the loop
-//! stops on a flagged value (attempts used up, a deadline), that last value is returned as `Ok`.
+//! flags follows the schedule as a transient failure would (attempts, delays, deadline), and
+//! hooks see it as [`Rejected::Value`] (an error as [`Rejected::Error`]). But it is an answer
+//! from a healthy dependency, not a failure: the breaker records it as an answer, the budget
+//! is neither charged for it nor asked before the next poll, the adaptive window does not count
+//! it as a failure, and `tracing` and metrics give it the class `value` (its
+//! [`Failure::answered`](crate::Failure::answered) is true). When the loop stops on a flagged
+//! value (attempts used up, a deadline), that last value is returned as `Ok`. To make a value
+//! count as a failure, turn it into an error in the body.
 
 use super::classifier::Classifier;
 use super::hook::Hook;
@@ -95,6 +100,14 @@ impl<T, E, C: Classifier<E>> Classifier<Rejected<T, E>> for IfRejected<C> {
         match rejected {
             Rejected::Value(_) => None,
             Rejected::Error(error) => self.0.retry_after(error),
+        }
+    }
+    const ANSWERS: bool = true;
+    #[inline]
+    fn answered(&self, rejected: &Rejected<T, E>) -> bool {
+        match rejected {
+            Rejected::Value(_) => true,
+            Rejected::Error(error) => self.0.answered(error),
         }
     }
 }

@@ -148,6 +148,22 @@ pub struct Failure<'a, E> {
     pub elapsed: Duration,
     /// What the loop does next.
     pub next: Next,
+    /// The attempt got an answer the loop polls past (a value `retry_if` flagged), not a
+    /// failure: `class` is transient for the schedule's sake, but the breaker, the budget and
+    /// the adaptive window saw an answer, and `tracing` and metrics say `class = "value"`.
+    pub answered: bool,
+}
+
+impl<E> Failure<'_, E> {
+    /// The class as logs and metrics give it: `value` for an answer the loop polls past, else
+    /// the class's own name (`transient`, `permanent`, ...).
+    pub fn class_label(&self) -> &'static str {
+        if self.answered {
+            "value"
+        } else {
+            self.class.as_str()
+        }
+    }
 }
 
 impl<E> Clone for Failure<'_, E> {

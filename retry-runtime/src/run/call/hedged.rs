@@ -72,7 +72,12 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         } else {
             classifier.class(error)
         };
-        self.protection.failed(class);
+        let answered = C::ANSWERS && !ended.timed_out && classifier.answered(error);
+        if answered {
+            self.protection.answered();
+        } else {
+            self.protection.failed(class);
+        }
         let next = match self.class_stop(class) {
             Some(reason) => Next::Stop(reason),
             None => {
@@ -84,7 +89,11 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                         let max_delay = self.policy.policy().max_delay;
                         let verdict =
                             self.bounded(Duration::ZERO, classifier.retry_after(error), max_delay);
-                        self.protection.admit_retry(verdict)
+                        if answered {
+                            self.protection.admit_poll(verdict)
+                        } else {
+                            self.protection.admit_retry(verdict)
+                        }
                     }
                 };
                 match verdict {
@@ -102,6 +111,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                 class,
                 elapsed: self.elapsed(),
                 next,
+                answered,
             });
         }
         match next {
