@@ -353,3 +353,40 @@ fn settings_read_back_as_set() {
     assert_eq!(RetryPolicy::new().total_deadline(), None);
     assert!(!RetryPolicy::new().is_idempotent());
 }
+
+#[retryable(attempts = 4, backoff = "fixed", base = "1.5s")]
+fn fixed_without_jitter_key() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[retryable(attempts = 4, jitter = "full", backoff = "fixed", base = "1.5s")]
+fn fixed_with_jitter_asked_for() -> Result<(), Down> {
+    Err(Down)
+}
+
+#[test]
+fn a_fixed_backoff_waits_its_fixed_delay_unless_jitter_is_asked_for() {
+    // Before the fix "fixed 1.5s" slept 175 ms, 1.4 s, 329 ms: full jitter by default.
+    let (_, slept) = testing::record_sleeps(fixed_without_jitter_key);
+    assert_eq!(slept, [ms(1500); 3]);
+    let policy = RetryPolicy::fixed(ms(1500)).attempts(4);
+    assert_eq!(policy.jitter_mode(), Jitter::None);
+    let (_, slept) = testing::record_sleeps(|| policy.call(|| Err::<(), _>(Down)));
+    assert_eq!(slept, [ms(1500); 3]);
+    // Asked for (before or after the backoff key), jitter applies.
+    testing::seed_jitter(7);
+    let (_, slept) = testing::record_sleeps(fixed_with_jitter_asked_for);
+    assert!(slept.iter().all(|d| *d <= ms(1500)), "{slept:?}");
+    assert_ne!(slept, [ms(1500); 3]);
+    assert_eq!(
+        RetryPolicy::fixed(ms(1)).jitter(Jitter::Full).jitter_mode(),
+        Jitter::Full
+    );
+    assert_eq!(
+        RetryPolicy::new()
+            .jitter(Jitter::Equal)
+            .backoff(Backoff::Fixed)
+            .jitter_mode(),
+        Jitter::Equal
+    );
+}

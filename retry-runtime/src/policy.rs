@@ -203,7 +203,7 @@ pub enum Nested {
 /// | base | 100 ms |
 /// | multiplier | 2.0 |
 /// | max_delay | 30 s |
-/// | jitter | full |
+/// | jitter | full; none with a fixed backoff (unless [`jitter`](Self::jitter) says otherwise) |
 /// | deadline | none |
 /// | idempotent | false |
 /// | nested | retry |
@@ -231,6 +231,8 @@ pub struct RetryPolicy {
     pub(crate) multiplier: f64,
     pub(crate) max_delay: Duration,
     pub(crate) jitter: Jitter,
+    /// `jitter` was given: the backoff shape no longer picks the default jitter.
+    pub(crate) jitter_given: bool,
     pub(crate) deadline: Option<Duration>,
     pub(crate) idempotent: bool,
     pub(crate) nested: Nested,
@@ -252,6 +254,7 @@ impl RetryPolicy {
             multiplier: 2.0,
             max_delay: Duration::from_secs(30),
             jitter: Jitter::Full,
+            jitter_given: false,
             deadline: None,
             idempotent: false,
             nested: Nested::Retry,
@@ -263,7 +266,19 @@ impl RetryPolicy {
         RetryPolicy::new().backoff(Backoff::Exponential).base(base)
     }
 
-    /// The same delay, `base`, after every failure.
+    /// The same delay, `base`, after every failure, without jitter unless
+    /// [`jitter`](Self::jitter) asks for it: fixed means fixed.
+    ///
+    /// ```
+    /// use retry_kit::{Jitter, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// let fixed = RetryPolicy::fixed(Duration::from_millis(1500));
+    /// assert_eq!(fixed.jitter_mode(), Jitter::None);
+    /// // Asked for, in either order.
+    /// let jittered = RetryPolicy::new().jitter(Jitter::Equal).backoff(retry_kit::Backoff::Fixed);
+    /// assert_eq!(jittered.jitter_mode(), Jitter::Equal);
+    /// ```
     pub const fn fixed(base: Duration) -> Self {
         RetryPolicy::new().backoff(Backoff::Fixed).base(base)
     }
@@ -279,9 +294,16 @@ impl RetryPolicy {
         self
     }
 
-    /// The delay shape.
+    /// The delay shape. Unless [`jitter`](Self::jitter) was given, a fixed shape waits its
+    /// delay exactly (no jitter) and the others jitter in full.
     pub const fn backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = backoff;
+        if !self.jitter_given {
+            self.jitter = match backoff {
+                Backoff::Fixed => Jitter::None,
+                _ => Jitter::Full,
+            };
+        }
         self
     }
 
@@ -307,6 +329,7 @@ impl RetryPolicy {
     /// How delays are randomised.
     pub const fn jitter(mut self, jitter: Jitter) -> Self {
         self.jitter = jitter;
+        self.jitter_given = true;
         self
     }
 

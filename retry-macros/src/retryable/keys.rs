@@ -130,8 +130,8 @@ pub(crate) const KEYS: &[Key] = &[
         instead: "",
         doc: [
             "`\"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",
-            "`\"full\"`",
-            "randomisation",
+            "`\"full\"`; `\"none\"` with `backoff = \"fixed\"`",
+            "randomisation (a fixed backoff waits its fixed delay unless jitter is asked for)",
         ],
     },
     Key {
