@@ -218,6 +218,8 @@ impl<'p> Protection<'p> for Protected<'p> {
         self.end_attempt(false);
     }
     #[inline]
+    // Not `verdict?`, as in `admit_retry`.
+    #[allow(clippy::question_mark)]
     fn admit_poll(&mut self, verdict: Verdict) -> Verdict {
         if verdict.is_err() {
             return verdict;
