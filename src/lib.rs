@@ -42,6 +42,7 @@ pub mod __private {
     pub use retry_runtime::class::IntoRetryAfter;
     #[cfg(feature = "tokio")]
     pub use retry_runtime::clock::tokio_sleep;
+    pub use retry_runtime::context::operation_id;
     pub use retry_runtime::fresh::fresh;
     pub use retry_runtime::observe::{
         DisplayProbe, ViaDisplay, ViaNothing, no_display, observed, refused, wants_clock,

@@ -300,3 +300,139 @@ async fn once_holds_across_await_points() {
         "outside an attempt, once retries as declared"
     );
 }
+
+// --- keys of nested calls ----------------------------------------------------------------------
+
+/// What the payment processor saw: each charge's idempotency key, and whether it was new.
+#[derive(Default)]
+struct Processor {
+    keys: Vec<String>,
+    charged: Vec<String>,
+}
+
+impl Processor {
+    fn charge(&mut self, key: String) {
+        if !self.charged.contains(&key) {
+            self.charged.push(key.clone());
+        }
+        self.keys.push(key);
+    }
+}
+
+fn key() -> String {
+    retry_kit::current_attempt()
+        .unwrap()
+        .idempotency_key()
+        .to_string()
+}
+
+#[retryable(attempts = 3, base = "0ms", nested = "once")]
+fn charge(processor: &mut Processor) -> Result<(), Down> {
+    processor.charge(key());
+    Ok(())
+}
+
+#[retryable(attempts = 3, base = "0ms", nested = "once")]
+fn audit(log: &mut Vec<String>) -> Result<(), Down> {
+    log.push(key());
+    Ok(())
+}
+
+/// The documented "retry at one layer" pattern: the outer `checkout` retries, its inner
+/// `charge` makes one attempt per outer attempt. The first outer attempt charges, then fails
+/// shipping; the second charges again. An audit call happens only on the first attempt.
+#[retryable(attempts = 3, base = "0ms")]
+fn checkout(processor: &mut Processor, audit_log: &mut Vec<String>) -> Result<(), Down> {
+    let attempt = retry_kit::current_attempt().unwrap().number();
+    if attempt == 1 {
+        audit(audit_log)?;
+    }
+    charge(processor)?;
+    if attempt == 1 {
+        return Err(Down::Unavailable); // shipping failed after the charge went through
+    }
+    Ok(())
+}
+
+#[test]
+fn an_outer_retry_sends_the_inner_calls_keys_again() {
+    // Before the fix each inner call drew a fresh key: two keys, two charges.
+    let mut processor = Processor::default();
+    let mut audit_log = Vec::new();
+    checkout(&mut processor, &mut audit_log).unwrap();
+    assert_eq!(processor.keys.len(), 2);
+    assert_eq!(processor.keys[0], processor.keys[1]);
+    assert_eq!(processor.charged.len(), 1, "charged once");
+    // The audit call made on the first attempt only did not move charge's key, and the two
+    // operations did not share one.
+    assert_ne!(audit_log[0], processor.keys[0]);
+    // A second checkout is another call: new keys.
+    let first = processor.keys[0].clone();
+    checkout(&mut processor, &mut Vec::new()).unwrap();
+    assert_ne!(processor.keys[2], first);
+}
+
+#[retryable(attempts = 2, base = "0ms")]
+fn pay_twice(processor: &mut Processor, fail_first: &mut bool) -> Result<(), Down> {
+    charge(processor)?;
+    charge(processor)?;
+    if std::mem::take(fail_first) {
+        return Err(Down::Unavailable);
+    }
+    Ok(())
+}
+
+#[test]
+fn two_calls_of_one_operation_in_an_attempt_get_two_keys_the_same_on_every_attempt() {
+    let mut processor = Processor::default();
+    pay_twice(&mut processor, &mut true).unwrap();
+    let keys = &processor.keys;
+    assert_eq!(keys.len(), 4);
+    assert_ne!(keys[0], keys[1]);
+    assert_eq!(keys[0..2], keys[2..4]);
+}
+
+#[test]
+fn nested_builder_calls_derive_their_keys_too() {
+    let policy = retry_kit::RetryPolicy::fixed(Duration::ZERO).attempts(2);
+    let mut seen = Vec::new();
+    let mut outer = 0;
+    let result: Result<(), Down> = policy.call(|| {
+        outer += 1;
+        let inner: Result<(), Down> = retry_kit::RetryPolicy::new().attempts(1).call(|| {
+            seen.push(key());
+            Ok(())
+        });
+        inner?;
+        if outer == 1 {
+            Err(Down::Unavailable)
+        } else {
+            Ok(())
+        }
+    });
+    result.unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0], seen[1]);
+}
+
+#[test]
+fn key_for_names_an_operation_the_same_on_every_attempt() {
+    let mut keys = Vec::new();
+    let policy = retry_kit::RetryPolicy::fixed(Duration::ZERO).attempts(2);
+    let _: Result<(), Down> = policy.call(|| {
+        let attempt = retry_kit::current_attempt().unwrap();
+        keys.push((
+            attempt.key_for("charge:17").to_string(),
+            attempt.key_for("charge:18").to_string(),
+            attempt.idempotency_key().to_string(),
+        ));
+        if attempt.number() == 1 {
+            Err(Down::Unavailable)
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(keys[0], keys[1]);
+    let (a, b, own) = &keys[0];
+    assert!(a != b && a != own && b != own);
+}

@@ -4,13 +4,30 @@
 //! While an attempt runs (a sync body, or each poll of an async body), a thread-local pointer
 //! names the running call's context. Setting it costs two thread-local writes per attempt; the
 //! idempotency key is drawn only when a body asks for it.
+//!
+//! # Keys of nested calls
+//!
+//! A retryable call made inside another's attempt does not draw a key of its own: it derives one
+//! from the enclosing call's key, its own operation (the function's path for `#[retryable]`; one
+//! shared name for closures retried with the builder) and its ordinal among that operation's
+//! calls in the enclosing attempt. When the outer call retries, the inner calls send the same
+//! keys again, so a receiver that deduplicates by key carries out each inner operation once
+//! (the outer `checkout` retried after its inner `charge` succeeded and the answer was lost
+//! charges once); and two different operations in one attempt never share a key.
+//!
+//! The rule holds when the attempt's body makes the same retryable calls, in the same order, on
+//! every attempt (the condition Temporal puts on workflow code). A call of another operation
+//! made on one attempt and not the next does not move this one's ordinal; but a body that calls
+//! the same operation a varying number of times, or in an order that depends on what it reads,
+//! gets keys that follow the order, not the meaning: name the operations instead with
+//! [`Attempt::key_for`], a key derived from the call's key and a label, the same on every
+//! attempt.
 
 use std::cell::Cell;
 use std::fmt;
 use std::time::Instant;
 
 /// The context of one retryable call, shared by all its attempts.
-#[derive(Debug)]
 pub(crate) struct CallCtx {
     attempt: Cell<u32>,
     /// The idempotency key as two halves, `[0, 0]` until a body asks for it. Not an
@@ -20,6 +37,29 @@ pub(crate) struct CallCtx {
     /// The effective deadline: this call's own and the one inherited from an enclosing call,
     /// whichever comes first.
     pub(crate) deadline: Option<Instant>,
+    /// How many calls of each operation the current attempt has made inside it (see the
+    /// module docs): none until a nested call asks, so a call that nests nothing allocates
+    /// nothing. Boxed: one pointer (8 bytes) in every async retryable future, not a `Vec`'s 24.
+    #[allow(clippy::box_collection)]
+    nested: Cell<Option<Box<Vec<Ordinal>>>>,
+}
+
+impl fmt::Debug for CallCtx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallCtx")
+            .field("attempt", &self.attempt.get())
+            .field("key", &self.key.get())
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One operation's count of nested calls in one attempt of the enclosing call.
+#[derive(Debug)]
+struct Ordinal {
+    operation: u64,
+    attempt: u32,
+    calls: u32,
 }
 
 thread_local! {
@@ -62,7 +102,53 @@ impl CallCtx {
             attempt: Cell::new(0),
             key: Cell::new([0, 0]),
             deadline,
+            nested: Cell::new(None),
         }
+    }
+
+    /// The context of a call of `operation` that starts inside the current attempt (see the
+    /// module docs): its key derived from the enclosing call's. Outside any attempt, a plain
+    /// context.
+    #[cold]
+    pub(crate) fn nested(deadline: Option<Instant>, operation: u64) -> Self {
+        let ctx = CallCtx::new(deadline);
+        CURRENT.with(|c| {
+            let ptr = c.get();
+            if !ptr.is_null() {
+                // SAFETY: see `inherited`.
+                let parent = unsafe { &*ptr };
+                let key = parent.key().derive(operation, parent.ordinal(operation));
+                ctx.key.set(halves(key.0));
+            }
+        });
+        ctx
+    }
+
+    /// The ordinal of the next call of `operation` in the current attempt: 0, 1, 2, ...
+    fn ordinal(&self, operation: u64) -> u32 {
+        let attempt = self.attempt();
+        let mut table = self.nested.take().unwrap_or_default();
+        let ordinal = match table.iter_mut().find(|o| o.operation == operation) {
+            Some(o) => {
+                if o.attempt != attempt {
+                    o.attempt = attempt;
+                    o.calls = 0;
+                }
+                let n = o.calls;
+                o.calls = o.calls.saturating_add(1);
+                n
+            }
+            None => {
+                table.push(Ordinal {
+                    operation,
+                    attempt,
+                    calls: 1,
+                });
+                0
+            }
+        };
+        self.nested.set(Some(table));
+        ordinal
     }
 
     #[inline]
@@ -86,8 +172,9 @@ impl CallCtx {
         let key = self.key().0;
         CallCtx {
             attempt: Cell::new(self.attempt()),
-            key: Cell::new([key as u64, (key >> 64) as u64]),
+            key: Cell::new(halves(key)),
             deadline: self.deadline,
+            nested: Cell::new(None),
         }
     }
 
@@ -97,8 +184,7 @@ impl CallCtx {
             return IdempotencyKey(u128::from(hi) << 64 | u128::from(lo));
         }
         let key = IdempotencyKey::draw();
-        let k = key.0;
-        self.key.set([k as u64, (k >> 64) as u64]);
+        self.key.set(halves(key.0));
         key
     }
 
@@ -111,6 +197,11 @@ impl CallCtx {
             _ctx: std::marker::PhantomData,
         }
     }
+}
+
+/// A key as the two halves a context stores.
+fn halves(key: u128) -> [u64; 2] {
+    [key as u64, (key >> 64) as u64]
 }
 
 /// Restores the previous current context when dropped.
@@ -131,6 +222,11 @@ impl Drop for Entered<'_> {
 /// Inside a `#[retryable]` body (sync, or async across `.await` points), this is the innermost
 /// running call's attempt. It does not follow work the body spawns onto other tasks or threads:
 /// pass the value along instead.
+///
+/// A call made inside another's attempt has a key derived from the enclosing call's, its own
+/// function and its ordinal among that function's calls in the attempt, so an outer retry sends
+/// the inner calls' keys again (see [the module docs](self) for the rule and its condition, and
+/// [`Attempt::key_for`] for bodies whose calls vary between attempts).
 ///
 /// ```
 /// use retry_kit::{current_attempt, retryable, Classify};
@@ -191,6 +287,70 @@ impl Attempt {
     pub const fn is_retry(&self) -> bool {
         self.number > 1
     }
+
+    /// A key for the operation `label` inside this call: derived from the call's key and the
+    /// label, so the same on every attempt, and different for every label and every call.
+    ///
+    /// For a body whose calls vary between attempts (a loop over what it reads, a call made
+    /// only sometimes), where the keys nested calls derive by order would follow the order and
+    /// not the operation (see [`current_attempt`]): send `key_for("charge:order-17")` with the
+    /// write instead.
+    ///
+    /// ```
+    /// use retry_kit::{current_attempt, retryable, Classify};
+    ///
+    /// #[derive(Debug, Classify)]
+    /// #[classify(transient)]
+    /// struct Flaky;
+    ///
+    /// #[retryable(attempts = 2, base = "0ms")]
+    /// fn settle(items: &[&str], keys: &mut Vec<String>) -> Result<(), Flaky> {
+    ///     let attempt = current_attempt().unwrap();
+    ///     for item in items {
+    ///         keys.push(attempt.key_for(item).to_string());
+    ///     }
+    ///     if attempt.number() == 1 { Err(Flaky) } else { Ok(()) }
+    /// }
+    ///
+    /// let mut keys = Vec::new();
+    /// settle(&["a", "b"], &mut keys).unwrap();
+    /// // The second attempt sent the first's keys again; "a" and "b" have different keys.
+    /// assert_eq!(keys[0..2], keys[2..4]);
+    /// assert_ne!(keys[0], keys[1]);
+    /// ```
+    pub fn key_for(&self, label: &str) -> IdempotencyKey {
+        self.key.derive(LABELLED ^ operation_id(label), 0)
+    }
+}
+
+/// Set in the operation of a [`key_for`](Attempt::key_for) label, so that a label never
+/// derives the key a nested call of an operation with the same hash would.
+const LABELLED: u64 = 1 << 63;
+
+/// A stable 64-bit name for an operation (a function's path, a label): FNV-1a, the same in
+/// every build and on every machine, as a receiver that deduplicates across deployments needs.
+///
+/// ```
+/// assert_eq!(
+///     retry_kit::__private::operation_id("shop::charge"),
+///     retry_kit::__private::operation_id("shop::charge"),
+/// );
+/// assert_ne!(
+///     retry_kit::__private::operation_id("shop::charge"),
+///     retry_kit::__private::operation_id("shop::refund"),
+/// );
+/// ```
+pub const fn operation_id(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    // The top bit is `LABELLED`'s.
+    hash & !LABELLED
 }
 
 /// 128 random bits naming one retryable call, the same for each of its attempts.
@@ -217,6 +377,19 @@ impl IdempotencyKey {
     /// The key as a number.
     pub const fn as_u128(&self) -> u128 {
         self.0
+    }
+
+    /// The key of the `ordinal`-th call of `operation` inside the call with this key: 128 bits
+    /// from two SipHash passes over the three (fixed keys, so the same everywhere), never zero.
+    fn derive(self, operation: u64, ordinal: u32) -> IdempotencyKey {
+        use std::hash::{Hash, Hasher};
+        let half = |domain: u8| {
+            let mut h = std::hash::DefaultHasher::new();
+            (domain, self.0, operation, ordinal).hash(&mut h);
+            h.finish()
+        };
+        let key = u128::from(half(1)) << 64 | u128::from(half(0));
+        IdempotencyKey(if key == 0 { 1 } else { key })
     }
 }
 

@@ -89,7 +89,6 @@ fn expand(
     // declared return type.
     let after = Ident::new("after", ret_span);
 
-    let (policy_setup, policy_ref) = policy(args, &krate);
     let classify = classifier_expr(args, &krate);
     let hook_expr = match args.path("on_failure") {
         Some(path) => quote!(#path),
@@ -104,6 +103,8 @@ fn expand(
         &krate,
     );
     let name = syn::LitStr::new(&sig.ident.unraw().to_string(), sig.ident.span());
+    let path = quote!(concat!(module_path!(), "::", #name));
+    let (policy_setup, policy_ref) = policy(args, &krate, &path);
     // The clock is read at the start for `Failure::elapsed` when there is a hook, and for
     // `tracing` events when a subscriber listens.
     let needs_clock = match args.get("on_failure") {
@@ -210,7 +211,7 @@ fn expand(
         quote!({
             #policy_setup
             let #classifier = #classify;
-            let mut #hook = #krate::__private::observed(#hook_expr, concat!(module_path!(), "::", #name));
+            let mut #hook = #krate::__private::observed(#hook_expr, #path);
             #protection_setup
             let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock) #equip;
             #timed_setup

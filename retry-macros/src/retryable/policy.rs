@@ -11,7 +11,13 @@ use syn::{Ident, Path};
 /// The statements that make the policy, and an expression naming it for `Call::new` (a
 /// `CallPolicy`): every key the table marks `on_policy` becomes a call of the builder method
 /// of its name.
-pub(super) fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
+///
+/// The policy type also names the operation, `name` (the function's path), for the keys of
+/// calls nested inside another's attempt.
+pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStream, TokenStream) {
+    let operation = quote! {
+        const OPERATION: u64 = #krate::__private::operation_id(#name);
+    };
     let setters = |on_given: bool| -> TokenStream {
         args.settings
             .iter()
@@ -44,7 +50,20 @@ pub(super) fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
         } else {
             quote!(&#value)
         };
-        return (setup, reference);
+        let named = Ident::new("__RkOperation", Span::mixed_site());
+        let setup = quote! {
+            #setup
+            #[derive(::core::clone::Clone, ::core::marker::Copy)]
+            struct #named<'p>(&'p #krate::RetryPolicy);
+            impl #krate::__private::CallPolicy for #named<'_> {
+                #[inline(always)]
+                fn policy(&self) -> &#krate::RetryPolicy {
+                    self.0
+                }
+                #operation
+            }
+        };
+        return (setup, quote!(#named(#reference)));
     }
 
     // The policy is a constant, and the call finds it through a zero-sized type rather than a
@@ -62,6 +81,7 @@ pub(super) fn policy(args: &Args, krate: &Path) -> (TokenStream, TokenStream) {
                     const POLICY: #krate::RetryPolicy = #krate::RetryPolicy::new() #setters;
                     &POLICY
                 }
+                #operation
             }
         },
         quote!(#name),

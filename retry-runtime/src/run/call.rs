@@ -127,7 +127,11 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
         Call {
             policy: source,
             lifetime: PhantomData,
-            ctx: CallCtx::new(deadline),
+            ctx: if inherited.inside_attempt {
+                CallCtx::nested(deadline, P::OPERATION)
+            } else {
+                CallCtx::new(deadline)
+            },
             start,
             previous: 0,
             // At least 1: `RetryPolicy::attempts` clamps, and the field is the crate's.

@@ -89,6 +89,10 @@ impl RetryPolicy {
 pub trait CallPolicy: Copy {
     /// The policy.
     fn policy(&self) -> &RetryPolicy;
+    /// The operation a call under this policy performs, for the keys of calls nested inside
+    /// another's attempt ([`operation_id`](crate::context::operation_id) of the function's path
+    /// for `#[retryable]`; one shared value, 0, for the builder's closures).
+    const OPERATION: u64 = 0;
 }
 
 impl CallPolicy for &RetryPolicy {
