@@ -670,3 +670,21 @@ async fn two_live_copies_read_alternately_each_get_the_whole_body() {
     }
     assert_eq!((&a[..], &b[..]), (&b"abcdef"[..], &b"abcdef"[..]));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_bounds_an_attempt_under_the_layers_attempt_timeout() {
+    let server = Silent::default();
+    let policy = policy().attempts(3).deadline(Duration::from_millis(2500));
+    let mut client = HttpRetryLayer::new(policy)
+        .attempt_timeout(Duration::from_secs(1))
+        .layer(server.clone());
+    let start = Instant::now();
+    let request = Request::get("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    let error = client.call(request).await.unwrap_err();
+    assert!(error.is::<retry_kit::TimedOut>(), "{error}");
+    // 1 s, 100 ms, 1 s, 100 ms, then 300 ms left: the call ends at its deadline.
+    assert_eq!(start.elapsed(), Duration::from_millis(2500));
+    assert_eq!(*server.0.lock().unwrap(), 3);
+}

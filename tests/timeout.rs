@@ -238,3 +238,81 @@ fn a_protected_async_fn_is_still_send() {
     assert_send(everything(&mut x));
     assert_send(hangs());
 }
+
+#[retryable(
+    attempts = 3,
+    backoff = "fixed",
+    base = "100ms",
+    idempotent,
+    attempt_timeout = "1s",
+    deadline = "2.5s"
+)]
+async fn hangs_under_a_deadline(attempts: &AtomicU32) -> Result<u32, RpcError> {
+    attempts.fetch_add(1, Ordering::Relaxed);
+    std::future::pending().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_bounds_the_last_attempt_under_attempt_timeout() {
+    // Attempts of 1 s at 0 s and 1.1 s; the third starts at 2.2 s with 0.3 s left. Before the
+    // fix it ran its full second and the call returned at 3.2 s, past its 2.5 s deadline.
+    let attempts = AtomicU32::new(0);
+    let start = Instant::now();
+    let Err(RpcError::Timeout(t)) = hangs_under_a_deadline(&attempts).await else {
+        panic!("expected a timeout");
+    };
+    assert_eq!(start.elapsed(), Duration::from_millis(2500));
+    assert_eq!(t.limit(), Duration::from_millis(300));
+    assert_eq!(attempts.load(Ordering::Relaxed), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_builder_bounds_an_attempt_by_the_deadline_too() {
+    let policy = RetryPolicy::fixed(Duration::from_millis(100))
+        .attempts(3)
+        .idempotent(true)
+        .deadline(Duration::from_millis(2500));
+    let attempts = AtomicU32::new(0);
+    let start = Instant::now();
+    let result: Result<u32, RpcError> = Retry::new(&policy)
+        .attempt_timeout(SECOND)
+        .call_async(|| async {
+            attempts.fetch_add(1, Ordering::Relaxed);
+            std::future::pending().await
+        })
+        .await;
+    assert!(matches!(result, Err(RpcError::Timeout(_))));
+    assert_eq!(start.elapsed(), Duration::from_millis(2500));
+    assert_eq!(attempts.load(Ordering::Relaxed), 3);
+
+    // Hedged: a failure starts the next attempt at once (at 1 s and 2 s); the third has 0.5 s.
+    let start = Instant::now();
+    let result: Result<u32, RpcError> = Retry::new(&policy)
+        .attempt_timeout(SECOND)
+        .hedge(Duration::from_millis(1200))
+        .call_async(std::future::pending)
+        .await;
+    assert!(matches!(result, Err(RpcError::Timeout(_))));
+    assert_eq!(start.elapsed(), Duration::from_millis(2500));
+}
+
+#[retryable(
+    attempts = 3,
+    idempotent,
+    hedge = "1200ms",
+    attempt_timeout = "1s",
+    deadline = "2.5s"
+)]
+async fn hedged_under_a_deadline() -> Result<u32, RpcError> {
+    std::future::pending().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hedged_attempt_is_bounded_by_the_deadline() {
+    let start = Instant::now();
+    assert!(matches!(
+        hedged_under_a_deadline().await,
+        Err(RpcError::Timeout(_))
+    ));
+    assert_eq!(start.elapsed(), Duration::from_millis(2500));
+}

@@ -174,9 +174,13 @@ fn expand(
             let attempt = match &protection.timeout {
                 Some((limit, timed_out)) => {
                     let result = Ident::new("__rk_timed", Span::mixed_site());
+                    let left = Ident::new("__rk_limit", Span::mixed_site());
+                    // The limit is the smaller of the timeout and the time left before the
+                    // deadline: no attempt runs past it.
                     quote!({
+                        let #left = #call.attempt_limit(#limit);
                         let #result = #call
-                            .attempt_async(#krate::__private::timed::<#ret, _, _>(#async_block #block, #sleep(#limit), #limit))
+                            .attempt_async(#krate::__private::timed::<#ret, _, _>(#async_block #block, #sleep(#left), #left))
                             .await;
                         #call.settle_timed(#result, |t| ::core::result::Result::Err(#timed_out(t)))
                     })
@@ -280,7 +284,13 @@ fn hedged(parts: HedgeParts<'_>) -> TokenStream {
     let out = Ident::new("__rk_out", Span::mixed_site());
     let (attempt, settle) = match timeout {
         Some((limit, timed_out)) => (
-            quote!(#krate::__private::timed::<#ret, _, _>(#attempt, #sleep(#limit), #limit)),
+            {
+                let left = Ident::new("__rk_limit", Span::mixed_site());
+                quote!({
+                    let #left = #call.attempt_limit(#limit);
+                    #krate::__private::timed::<#ret, _, _>(#attempt, #sleep(#left), #left)
+                })
+            },
             quote!(|#out: ::core::result::Result<#ret, #krate::TimedOut>| match #out {
                 ::core::result::Result::Ok(#out) => (#out, false),
                 ::core::result::Result::Err(t) => (::core::result::Result::Err(#timed_out(t)), true),

@@ -290,6 +290,25 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         InAttempt { call: self, body }
     }
 
+    /// The time left before the call's deadline (its own or an enclosing call's), if it has
+    /// one.
+    #[inline]
+    pub fn time_left(&self) -> Option<Duration> {
+        self.ctx
+            .deadline
+            .map(|deadline| deadline.saturating_duration_since(clock::now()))
+    }
+
+    /// The limit of the next attempt under `attempt_timeout = limit`: the smaller of `limit`
+    /// and the time left before the deadline, so that no attempt runs past it.
+    #[inline]
+    pub fn attempt_limit(&self, limit: Duration) -> Duration {
+        match self.time_left() {
+            Some(left) => limit.min(left),
+            None => limit,
+        }
+    }
+
     /// Turn the result of a [`timed`](super::timeout::timed) attempt into the attempt's
     /// outcome, converting a timeout with `on_timeout` and remembering that it timed out (its
     /// class is idempotent-only).

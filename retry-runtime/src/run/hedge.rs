@@ -360,7 +360,10 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
                 settle: |out| (out, false), sleep: &sleep, hedge: after),
             Some((limit, timed_out)) => crate::retry_hedged!(
                 call.after_hedged(&classifier, &mut hook)
-                    <- super::timeout::timed(op(), sleep(limit), limit),
+                    <- {
+                        let limit = call.attempt_limit(limit);
+                        super::timeout::timed(op(), sleep(limit), limit)
+                    },
                 settle: |result: Result<O, TimedOut>| match result {
                     Ok(out) => (out, false),
                     Err(t) => (O::failure(timed_out(t)), true),
@@ -399,7 +402,8 @@ macro_rules! retry_hedged {
         let mut start = true;
         loop {
             if ::core::mem::take(&mut start) {
-                let due = hedging.start(&mut $call, $attempt);
+                let attempt = $attempt;
+                let due = hedging.start(&mut $call, attempt);
                 timer.set(due.map(&$sleep));
             }
             match hedging.next(&mut $call, timer.as_mut()).await {

@@ -61,6 +61,7 @@ macro_rules! timed_attempt {
         match $timeout {
             None => $call.attempt_async($attempt).await,
             Some((limit, timed_out)) => {
+                let limit = $call.attempt_limit(limit);
                 let result = $call
                     .attempt_async($crate::run::timeout::timed($attempt, $sleep(limit), limit))
                     .await;
@@ -451,7 +452,8 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         begin!(self, O => call, classifier, hook);
         let timeout = self.timeout;
         crate::retry_async!(call.after(&classifier, &mut hook) <- {
-            let out = call.attempt_async(timeout.wrap(op(), &sleep)).await;
+            let left = T::LIMITED.then(|| call.time_left()).flatten();
+            let out = call.attempt_async(timeout.wrap(op(), &sleep, left)).await;
             call.settle_slot::<O, T, Fut, SlFut>(&timeout, out)
         }, sleep: &sleep)
     }

@@ -68,15 +68,20 @@ pub trait TimeoutSlot<E> {
     /// The limit and the conversion, if there is a timeout.
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)>;
 
+    /// Whether there is a limit (so an attempt asks for the time left before the deadline).
+    const LIMITED: bool = true;
+
     /// One attempt's future as the builder awaits it: the body itself without a timeout, the
     /// body raced against a timer with one. A type rather than a run-time `Option`, so that an
     /// untimed builder's future keeps no room for a timer it never starts.
     type Attempt<Fut: Future, SlFut: Future<Output = ()>>: Future;
-    /// Wrap the body `attempt`, with a timer from `sleep` if there is a limit.
+    /// Wrap the body `attempt`, with a timer from `sleep` if there is a limit: the smaller
+    /// of the limit and `left`, the time left before the call's deadline.
     fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
         &self,
         attempt: Fut,
         sleep: impl FnOnce(Duration) -> SlFut,
+        left: Option<Duration>,
     ) -> Self::Attempt<Fut, SlFut>;
     /// The attempt's outcome, a timeout converted into the error type; `timed_out` is set when
     /// the timer won.
@@ -92,12 +97,14 @@ impl<E> TimeoutSlot<E> for NoTimeout {
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
         None
     }
+    const LIMITED: bool = false;
     type Attempt<Fut: Future, SlFut: Future<Output = ()>> = Fut;
     #[inline(always)]
     fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
         &self,
         attempt: Fut,
         _: impl FnOnce(Duration) -> SlFut,
+        _: Option<Duration>,
     ) -> Fut {
         attempt
     }
@@ -139,8 +146,10 @@ macro_rules! timed_slot {
             &self,
             attempt: Fut,
             sleep: impl FnOnce(Duration) -> SlFut,
+            left: Option<Duration>,
         ) -> Timed<Fut, SlFut> {
             let (limit, _) = Limited::<E>::parts(self);
+            let limit = left.map_or(limit, |left| limit.min(left));
             timed(attempt, sleep(limit), limit)
         }
         #[inline]
