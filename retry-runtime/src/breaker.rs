@@ -22,9 +22,9 @@
 
 use crate::clock;
 use crate::error::CircuitOpen;
+use crate::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::fmt;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 mod permit;

@@ -1,8 +1,8 @@
 //! [`RetryBudget`]: a shared bound on how much retrying all callers of a dependency do together,
 //! by gRPC's retry-throttling rule.
 
+use crate::sync::{AtomicU64, Ordering, const_unless_loom};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Tokens are kept in millionths, so a fractional `token_ratio` is refunded exactly.
 const UNIT: u64 = 1_000_000;
@@ -75,20 +75,22 @@ pub struct RetryBudget {
 }
 
 impl RetryBudget {
-    /// A full bucket of `max_tokens`, refunding `token_ratio` tokens per success.
-    pub const fn new(max_tokens: u32, token_ratio: f64) -> Self {
-        let max = max_tokens as u64 * UNIT;
-        // `as` saturates, and maps NaN to 0.
-        let ratio = if token_ratio > 0.0 {
-            (token_ratio * UNIT as f64 + 0.5) as u64
-        } else {
-            0
-        };
-        RetryBudget {
-            max,
-            ratio,
-            tokens: AtomicU64::new(max),
-            name: None,
+    const_unless_loom! {
+        /// A full bucket of `max_tokens`, refunding `token_ratio` tokens per success.
+        pub const fn new(max_tokens: u32, token_ratio: f64) -> Self {
+            let max = max_tokens as u64 * UNIT;
+            // `as` saturates, and maps NaN to 0.
+            let ratio = if token_ratio > 0.0 {
+                (token_ratio * UNIT as f64 + 0.5) as u64
+            } else {
+                0
+            };
+            RetryBudget {
+                max,
+                ratio,
+                tokens: AtomicU64::new(max),
+                name: None,
+            }
         }
     }
 

@@ -54,6 +54,7 @@ pub mod per_request;
 pub mod policy;
 mod rng;
 pub mod run;
+mod sync;
 pub mod testing;
 
 #[cfg(feature = "http")]

@@ -120,3 +120,132 @@ impl fmt::Debug for CircuitPermit<'_> {
             .finish()
     }
 }
+
+/// loom models of the hedge's permit handling (a managed permit is crate-private, so they live
+/// here; the others are in `tests/loom.rs`, which says how to run both).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use crate::clock;
+    use crate::testing::record_sleeps;
+    use crate::{CircuitBreaker, CircuitState};
+    use loom::thread;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    const OPEN_FOR: Duration = Duration::from_secs(10);
+
+    /// Every interleaving with at most `bound` preemptions (`LOOM_MAX_PREEMPTIONS` overrides
+    /// it), on the test thread's virtual clock (loom's threads all run on that OS thread, so
+    /// they share the clock); how many there were, and how long they took, is printed (shown
+    /// with `--nocapture`).
+    fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = builder.preemption_bound.or(Some(bound));
+        let start = std::time::Instant::now();
+        let runs = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&runs);
+        builder.check(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            record_sleeps(&f);
+        });
+        let caller = std::thread::current();
+        let name = caller.name().unwrap_or("model");
+        eprintln!(
+            "{name}: {} interleavings in {:?}",
+            runs.load(Ordering::Relaxed),
+            start.elapsed()
+        );
+    }
+
+    /// A half-open breaker (tripped, cool-down over) two probes can be taken from, whose
+    /// model threads can borrow it.
+    fn half_open(hook: fn(CircuitState, CircuitState)) -> &'static CircuitBreaker {
+        let breaker: &'static CircuitBreaker = Box::leak(Box::new(
+            CircuitBreaker::new(1, OPEN_FOR)
+                .half_open_max(2)
+                .on_state_change(hook),
+        ));
+        breaker.try_acquire().unwrap().failed();
+        clock::sleep_sync(OPEN_FOR);
+        assert_eq!(breaker.state(), CircuitState::HalfOpen);
+        breaker
+    }
+
+    /// The probe slots free once the breaker is half-open again (tripped first if closed).
+    fn free_probe_slots(breaker: &CircuitBreaker) -> usize {
+        if breaker.state() == CircuitState::Closed {
+            breaker.try_acquire().unwrap().failed();
+            clock::sleep_sync(OPEN_FOR);
+        }
+        assert_eq!(breaker.state(), CircuitState::HalfOpen);
+        let probes: Vec<_> = std::iter::from_fn(|| breaker.try_acquire().ok()).collect();
+        probes.len()
+    }
+
+    /// A hedge's two probes (both held by the loop, so managed) released on two threads with no
+    /// outcome: one while its thread unwinds (the loop records the panic itself), its sibling as
+    /// a cancelled call. Both count as neither: the breaker stays half-open, no state change,
+    /// and both slots are free again.
+    ///
+    /// The sibling must be managed here, as it is in the hedge: loom runs its threads on one OS
+    /// thread, whose panic count `std::thread::panicking` reads, so an unmanaged permit dropped
+    /// on the other model thread mid-unwind would see a panic that is not its own.
+    #[test]
+    fn hedged_probes_dropped_on_two_threads_count_as_neither() {
+        static CHANGES: AtomicUsize = AtomicUsize::new(0);
+        fn hook(_: CircuitState, _: CircuitState) {
+            CHANGES.fetch_add(1, Ordering::Relaxed);
+        }
+        model(3, || {
+            let breaker = half_open(hook);
+            CHANGES.store(0, Ordering::Relaxed);
+            let managed = breaker.try_acquire().unwrap().managed();
+            let sibling = breaker.try_acquire().unwrap().managed();
+            assert!(managed.is_probe() && sibling.is_probe());
+
+            let unwinding = thread::spawn(move || {
+                let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                    let _held = managed;
+                    // No panic hook, no message: only the unwind that drops the permit.
+                    std::panic::resume_unwind(Box::new("attempt panicked"));
+                }));
+                assert!(unwound.is_err());
+            });
+            let cancelled = thread::spawn(move || drop(sibling));
+            unwinding.join().unwrap();
+            cancelled.join().unwrap();
+
+            assert_eq!(CHANGES.load(Ordering::Relaxed), 0, "counted as an outcome");
+            assert_eq!(breaker.state(), CircuitState::HalfOpen);
+            assert_eq!(free_probe_slots(breaker), 2);
+        });
+    }
+
+    /// The hedge's winner records a success while its sibling is cancelled on another thread:
+    /// the breaker closes once (`success_threshold` 1), and the sibling's slot is freed whether
+    /// it ends before the close or after it (in the next phase).
+    #[test]
+    fn hedge_winner_closes_while_its_sibling_is_cancelled() {
+        static CLOSED: AtomicUsize = AtomicUsize::new(0);
+        fn hook(from: CircuitState, to: CircuitState) {
+            if (from, to) == (CircuitState::HalfOpen, CircuitState::Closed) {
+                CLOSED.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        model(3, || {
+            let breaker = half_open(hook);
+            CLOSED.store(0, Ordering::Relaxed);
+            let winner = breaker.try_acquire().unwrap().managed();
+            let sibling = breaker.try_acquire().unwrap().managed();
+
+            let won = thread::spawn(move || winner.succeeded());
+            let cancelled = thread::spawn(move || drop(sibling));
+            won.join().unwrap();
+            cancelled.join().unwrap();
+
+            assert_eq!(CLOSED.load(Ordering::Relaxed), 1);
+            assert_eq!(breaker.state(), CircuitState::Closed);
+            assert_eq!(free_probe_slots(breaker), 2);
+        });
+    }
+}

@@ -4,30 +4,32 @@
 use super::window::RatioRule;
 use super::word::Word;
 use super::{BUCKETS, CircuitBreaker, CircuitState, clamp_u16, nanos_i64};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64};
+use crate::sync::{AtomicI64, AtomicU32, AtomicU64, const_unless_loom};
 use std::time::Duration;
 
 impl CircuitBreaker {
-    /// A breaker that opens after `failure_threshold` consecutive retryable failures and stays
-    /// open for `open_for` before admitting a probe. A probe success closes it
-    /// (`success_threshold` 1), and one probe runs at a time (`half_open_max` 1).
-    pub const fn new(failure_threshold: u32, open_for: Duration) -> Self {
-        CircuitBreaker {
-            failure_threshold: if failure_threshold == 0 {
-                1
-            } else {
-                failure_threshold
-            },
-            open_for,
-            success_threshold: 1,
-            half_open_max: 1,
-            ratio: None,
-            hook: None,
-            name: None,
-            state: AtomicU64::new(Word::CLOSED.pack()),
-            failures: AtomicU32::new(0),
-            open_until: AtomicI64::new(0),
-            window: [const { AtomicU64::new(0) }; BUCKETS],
+    const_unless_loom! {
+        /// A breaker that opens after `failure_threshold` consecutive retryable failures and stays
+        /// open for `open_for` before admitting a probe. A probe success closes it
+        /// (`success_threshold` 1), and one probe runs at a time (`half_open_max` 1).
+        pub const fn new(failure_threshold: u32, open_for: Duration) -> Self {
+            CircuitBreaker {
+                failure_threshold: if failure_threshold == 0 {
+                    1
+                } else {
+                    failure_threshold
+                },
+                open_for,
+                success_threshold: 1,
+                half_open_max: 1,
+                ratio: None,
+                hook: None,
+                name: None,
+                state: AtomicU64::new(Word::CLOSED.pack()),
+                failures: AtomicU32::new(0),
+                open_until: AtomicI64::new(0),
+                window: empty_window(),
+            }
         }
     }
 
@@ -126,7 +128,7 @@ impl CircuitBreaker {
             state: AtomicU64::new(Word::CLOSED.pack()),
             failures: AtomicU32::new(0),
             open_until: AtomicI64::new(0),
-            window: [const { AtomicU64::new(0) }; BUCKETS],
+            window: empty_window(),
         }
     }
 
@@ -165,4 +167,16 @@ impl CircuitBreaker {
         self.hook = Some(hook);
         self
     }
+}
+
+/// An empty failure-ratio window.
+#[cfg(not(loom))]
+const fn empty_window() -> [AtomicU64; BUCKETS] {
+    [const { AtomicU64::new(0) }; BUCKETS]
+}
+
+/// An empty failure-ratio window (loom's atomics are not const-constructible).
+#[cfg(loom)]
+fn empty_window() -> [AtomicU64; BUCKETS] {
+    std::array::from_fn(|_| AtomicU64::new(0))
 }

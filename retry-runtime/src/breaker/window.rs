@@ -3,7 +3,7 @@
 use super::word::Bucket;
 use super::{BUCKETS, CircuitBreaker, ticks};
 use crate::clock;
-use std::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 /// The failure-ratio rule: open when, within the window, at least `min_calls` outcomes were
 /// recorded and failures make up at least `ppm` millionths of them.
