@@ -172,3 +172,30 @@ fn an_open_breaker_keeps_its_place_while_healthy_new_hosts_come_and_go() {
     assert_eq!(down_calls, 2);
     assert_eq!(EIGHT_HOSTS.get("down.example").state(), CircuitState::Open);
 }
+
+static PER_HOST: PerKey<CircuitBreaker> =
+    PerKey::new(CircuitBreaker::new(2, Duration::from_secs(60)));
+static ONE_BUDGET: RetryBudget = RetryBudget::new(100, 0.1);
+
+#[retryable(attempts = 2, base = "0ms", circuit = PER_HOST, budget = ONE_BUDGET, key = host)]
+fn fetch_mixed(host: &str, up: bool, calls: &mut u32) -> Result<(), HostError> {
+    *calls += 1;
+    if up { Ok(()) } else { Err(HostError::Refused) }
+}
+
+#[test]
+fn a_per_host_breaker_beside_one_global_budget() {
+    // Refused before the fix: with `key`, both had to be a `PerKey`.
+    let mut calls = 0;
+    assert!(fetch_mixed("down.example", false, &mut calls).is_err());
+    assert_eq!(calls, 2);
+    assert_eq!(PER_HOST.get("down.example").state(), CircuitState::Open);
+    assert_eq!(PER_HOST.get("up.example").state(), CircuitState::Closed);
+    fetch_mixed("up.example", true, &mut calls).unwrap();
+    // Both hosts' failures and successes went to the one budget: 2 failures, 1 success.
+    assert!(
+        (ONE_BUDGET.tokens() - 98.1).abs() < 1e-9,
+        "{}",
+        ONE_BUDGET.tokens()
+    );
+}

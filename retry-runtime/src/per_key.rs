@@ -3,9 +3,15 @@
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
+use crate::sync::{Mutex, MutexGuard, const_unless_loom};
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard};
+// std's `Arc` even under loom: it is what `PerKey::get` hands to callers across the crate; the
+// table's consistency is the lock's, which is loom's there.
+use std::sync::Arc;
+
+mod pick;
+pub use pick::{OneByKey, Pick, Picked, one_by_key, pick};
 
 /// What a [`PerKey`] holds one of per key: a copy of its template with fresh state.
 pub trait Template: Sized {
@@ -105,15 +111,17 @@ pub struct PerKey<T, const N: usize = 64> {
 }
 
 impl<T, const N: usize> PerKey<T, N> {
-    /// Values made from `template`, at most `N` keys at a time (with `N` of 0 none is kept:
-    /// every lookup gets a fresh value).
-    pub const fn new(template: T) -> Self {
-        PerKey {
-            template,
-            table: Mutex::new(Table {
-                entries: [const { Entry::EMPTY }; N],
-                clock: 0,
-            }),
+    const_unless_loom! {
+        /// Values made from `template`, at most `N` keys at a time (with `N` of 0 none is kept:
+        /// every lookup gets a fresh value).
+        pub const fn new(template: T) -> Self {
+            PerKey {
+                template,
+                table: Mutex::new(Table {
+                    entries: [const { Entry::EMPTY }; N],
+                    clock: 0,
+                }),
+            }
         }
     }
 

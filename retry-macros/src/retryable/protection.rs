@@ -41,6 +41,17 @@ impl Protection {
         if let Some(key) = args.expr("key") {
             setup.extend(quote!(let #key_hash = #krate::__private::key_hash(&(#key));));
         }
+        // With both, either may be shared by every key (a per-host breaker beside one global
+        // budget), as long as one is chosen by key: checked at the `key` key.
+        let both = match (args.get("key"), args.path("circuit"), args.path("budget")) {
+            (Some(k), Some(circuit), Some(budget)) => {
+                setup.extend(quote_spanned!(k.key.span()=>
+                    #krate::__private::one_by_key(&#circuit, &#budget);
+                ));
+                true
+            }
+            _ => false,
+        };
         // The breaker, then the budget: the shared one, or the key's held for the call.
         let shared = [
             ("circuit", "CircuitBreaker", "breaker_of"),
@@ -57,8 +68,13 @@ impl Protection {
             let value = if args.get("key").is_some() {
                 let held = Ident::new(&format!("__rk_{name}"), Span::mixed_site());
                 let held_type = Ident::new(held_type, Span::call_site());
+                let pick = if both {
+                    quote_spanned!(path.span()=> #krate::__private::pick::<#krate::#held_type, _>)
+                } else {
+                    quote_spanned!(path.span()=> #krate::__private::keyed::<#krate::#held_type, _>)
+                };
                 setup.extend(quote_spanned!(path.span()=>
-                    let #held = #krate::__private::keyed::<#krate::#held_type, _>(&#path, #key_hash);
+                    let #held = #pick(&#path, #key_hash);
                 ));
                 quote_spanned!(path.span()=> #krate::__private::#of(&*#held))
             } else {

@@ -1,4 +1,4 @@
-use retry_kit::{retryable, CircuitBreaker, CircuitOpen, Classify};
+use retry_kit::{retryable, CircuitBreaker, CircuitOpen, Classify, RetryBudget};
 use std::time::Duration;
 
 #[derive(Debug, Classify)]
@@ -23,6 +23,15 @@ fn fetch(host: &str) -> Result<(), Busy> {
 // `key` with nothing to pick from.
 #[retryable(key = host)]
 fn plain(host: &str) -> Result<(), Busy> {
+    let _ = host;
+    Ok(())
+}
+
+static GLOBAL: RetryBudget = RetryBudget::new(10, 0.1);
+
+// `key` beside a breaker and a budget that are both shared by every key.
+#[retryable(circuit = ONE, budget = GLOBAL, key = host)]
+fn both_shared(host: &str) -> Result<(), Busy> {
     let _ = host;
     Ok(())
 }
