@@ -688,3 +688,63 @@ async fn the_deadline_bounds_an_attempt_under_the_layers_attempt_timeout() {
     assert_eq!(start.elapsed(), Duration::from_millis(2500));
     assert_eq!(*server.0.lock().unwrap(), 3);
 }
+
+/// A server that reads the whole body, then never answers.
+#[derive(Clone, Default)]
+struct ReadsThenHangs(Arc<Mutex<u32>>);
+
+impl Service<Request<ReplayBody<String>>> for ReadsThenHangs {
+    type Response = Response<&'static str>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<ReplayBody<String>>) -> Self::Future {
+        *self.0.lock().unwrap() += 1;
+        Box::pin(async move {
+            let _ = req.into_body().collect().await;
+            std::future::pending().await
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_over_the_bound_that_times_out_returns_the_timeout_without_waiting_to_retry() {
+    // Before: the timeout was retried, and after a backoff the second attempt failed with
+    // "longer than the replay bound" in place of the timeout.
+    let server = ReadsThenHangs::default();
+    let mut client = HttpRetryLayer::new(policy().attempts(3))
+        .body_limit(4)
+        .attempt_timeout(Duration::from_secs(1))
+        .layer(server.clone());
+    let start = Instant::now();
+    let put = Request::put("http://api.test/blob")
+        .body(String::from("longer than four bytes"))
+        .unwrap();
+    let error = client.call(put).await.unwrap_err();
+    assert!(error.is::<retry_kit::TimedOut>(), "{error}");
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    assert_eq!(*server.0.lock().unwrap(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_503_to_a_body_over_the_bound_is_a_breaker_failure_not_an_answer() {
+    // The request cannot go again, but the server is failing: the breaker counts it. Before,
+    // a body over the bound made every failure "permanent", which the breaker counts as an
+    // answer from a healthy server.
+    static OVER_BOUND: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+    let server = Server::answering(vec![status(503), status(503)]);
+    let mut client = HttpRetryLayer::new(policy())
+        .body_limit(4)
+        .circuit(&OVER_BOUND)
+        .layer(server.clone());
+    for _ in 0..2 {
+        let answer = client.call(post("longer than four bytes")).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    assert_eq!(server.bodies().len(), 2, "each sent once");
+    assert_eq!(OVER_BOUND.state(), retry_kit::CircuitState::Open);
+}

@@ -70,6 +70,7 @@ use crate::error::{CircuitOpen, TimedOut};
 pub use crate::per_request::{Chosen, ForEachRequest};
 use crate::per_request::{Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
+use crate::run::classifier::Classifier;
 use crate::run::hook::{Hook, NoHook};
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::shared::Shared;
@@ -239,10 +240,9 @@ where
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> ::reqwest_middleware::Result<Response> {
-        if req.body().is_some_and(|body| body.as_bytes().is_none()) {
-            // A streamed body cannot be replayed (`try_clone()` refuses it): sent once.
-            return next.run(req, extensions).await;
-        }
+        // A streamed body cannot be replayed (`try_clone()` refuses it): sent once, still through
+        // the loop, so its one attempt has the timeout, the breaker, the budget and the hook.
+        let repeatable = req.body().is_none_or(|body| body.as_bytes().is_some());
         let method = req.method().clone();
         let policy = self.settings.policy_for(&method, req.headers_mut());
         // The breaker and budget of this request (its authority's, with a `PerKey`).
@@ -256,15 +256,28 @@ where
             .retry
             .clone()
             .with_policy(&policy)
-            .with_protection(protection);
+            .with_protection(protection)
+            .classify(MiddlewareClassifier { repeatable });
         let timeout = retry.timeout.slot();
         let sleep = clock::tokio_sleep;
         // An async block, so that a breaker's refusal of the first attempt (`begin!` returns
         // it) ends the loop, not `handle`.
+        // Each attempt sends a copy of a request that can go again; a streamed one is taken by
+        // its one attempt.
+        let (shared, mut once) = if repeatable {
+            (Some(req), None)
+        } else {
+            (None, Some(req))
+        };
         let outcome: Result<Response, Attempted> = async {
             begin!(retry, Result<Response, Attempted> => call, classifier, hook);
             crate::retry_async!(call.after(&classifier, &mut hook) <-
-                timed_attempt!(call, timeout, sleep, attempt(&req, &mut *extensions, next.clone())),
+                timed_attempt!(call, timeout, sleep, attempt(
+                    shared.as_ref(),
+                    &mut once,
+                    &mut *extensions,
+                    next.clone(),
+                )),
                 sleep: sleep)
         }
         .await;
@@ -276,24 +289,54 @@ where
     }
 }
 
-/// One attempt with a copy of the request: a retryable status is a failed attempt.
+/// One attempt with a copy of the request (`shared`), or with the request itself when it
+/// cannot be copied (`once`, taken by the first attempt): a retryable status is a failed
+/// attempt.
 async fn attempt(
-    req: &Request,
+    shared: Option<&Request>,
+    once: &mut Option<Request>,
     extensions: &mut Extensions,
     next: Next<'_>,
 ) -> Result<Response, Attempted> {
-    let Some(copy) = req.try_clone() else {
-        // Cloned once already, so this cannot happen; say so rather than panic.
+    let request = match shared {
+        Some(req) => req.try_clone(),
+        None => once.take(),
+    };
+    let Some(request) = request else {
+        // A copyable request was copied once already, and a streamed one makes one attempt
+        // (`MiddlewareClassifier`), so this cannot happen; say so rather than panic.
         return Err(Attempted::Error(::reqwest_middleware::Error::middleware(
             NotReplayable,
         )));
     };
-    match next.run(copy, extensions).await {
+    match next.run(request, extensions).await {
         Ok(response) if crate::http::status_class(response.status()).is_failure() => {
             Err(Attempted::Status(Box::new(response)))
         }
         Ok(response) => Ok(response),
         Err(e) => Err(Attempted::Error(e)),
+    }
+}
+
+/// The middleware's classifier: an attempt's own class and hint, and whether the request can
+/// go again (a streamed body cannot: one attempt, then `StopReason::NotRepeatable`).
+struct MiddlewareClassifier {
+    repeatable: bool,
+}
+
+impl Classifier<Attempted> for MiddlewareClassifier {
+    #[inline]
+    fn class(&self, attempted: &Attempted) -> ErrorClass {
+        attempted.class()
+    }
+    #[inline]
+    fn retry_after(&self, attempted: &Attempted) -> Option<Duration> {
+        Classify::retry_after(attempted)
+    }
+    const LIMITS_REPEATS: bool = true;
+    #[inline]
+    fn repeatable(&self, _: &Attempted) -> bool {
+        self.repeatable
     }
 }
 

@@ -395,6 +395,9 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         }
         let verdict = match self.stop_for_class(class) {
             Some(reason) => Err(reason),
+            None if C::LIMITS_REPEATS && !classifier.repeatable(error) => {
+                Err(StopReason::NotRepeatable)
+            }
             None => {
                 let verdict = self.schedule(classifier.retry_after(error));
                 if answered {

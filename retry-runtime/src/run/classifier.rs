@@ -30,6 +30,19 @@ pub trait Classifier<E: ?Sized> {
         let _ = error;
         false
     }
+
+    /// Whether this classifier ever says an attempt cannot be repeated (see
+    /// [`repeatable`](Self::repeatable)); false lets the loop skip the question.
+    const LIMITS_REPEATS: bool = false;
+
+    /// Whether the operation that failed with `error` can be made again at all (an HTTP
+    /// request whose body was not kept cannot): if not, the loop stops with
+    /// [`StopReason::NotRepeatable`](crate::StopReason::NotRepeatable) whatever the class.
+    #[inline]
+    fn repeatable(&self, error: &E) -> bool {
+        let _ = error;
+        true
+    }
 }
 
 /// Classify errors through their [`Classify`] impl (the default).
@@ -102,6 +115,11 @@ impl<E: ?Sized, C: Classifier<E>> Classifier<E> for Borrowed<'_, C> {
     #[inline]
     fn answered(&self, error: &E) -> bool {
         self.0.answered(error)
+    }
+    const LIMITS_REPEATS: bool = C::LIMITS_REPEATS;
+    #[inline]
+    fn repeatable(&self, error: &E) -> bool {
+        self.0.repeatable(error)
     }
 }
 

@@ -102,6 +102,14 @@ impl<T, E, C: Classifier<E>> Classifier<Rejected<T, E>> for IfRejected<C> {
             Rejected::Error(error) => self.0.retry_after(error),
         }
     }
+    const LIMITS_REPEATS: bool = C::LIMITS_REPEATS;
+    #[inline]
+    fn repeatable(&self, rejected: &Rejected<T, E>) -> bool {
+        match rejected {
+            Rejected::Value(_) => true,
+            Rejected::Error(error) => self.0.repeatable(error),
+        }
+    }
     const ANSWERS: bool = true;
     #[inline]
     fn answered(&self, rejected: &Rejected<T, E>) -> bool {

@@ -32,6 +32,10 @@ pub enum StopReason {
     /// The error says the work was already done: an earlier attempt succeeded and only its
     /// answer was lost ([`ErrorClass::AlreadyDone`]).
     AlreadyDone,
+    /// The request cannot be sent again, whatever its error's class: its body was not kept
+    /// for a replay (longer than the bound, a stream, a source that failed). The HTTP front
+    /// ends stop with it; the class still tells the breaker and the budget what happened.
+    NotRepeatable,
 }
 
 impl StopReason {
@@ -47,6 +51,7 @@ impl StopReason {
             StopReason::RetryAfterTooLong => "retry_after_too_long",
             StopReason::DeferredToOuter => "deferred_to_outer",
             StopReason::AlreadyDone => "already_done",
+            StopReason::NotRepeatable => "not_repeatable",
         }
     }
 }

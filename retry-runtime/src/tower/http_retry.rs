@@ -7,6 +7,7 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{ForEachRequest, Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
+use crate::run::classifier::Classifier;
 use crate::run::hook::{Hook, NoHook};
 use crate::run::retry::{begin, timed_attempt};
 use crate::run::shared::Shared;
@@ -63,12 +64,11 @@ impl<RB> HttpFailure<RB> {
     }
 }
 
+/// The class of what happened, whether or not the request can be sent again (the layer stops
+/// a request whose body was not kept with `StopReason::NotRepeatable`, and the class still
+/// tells the breaker and the budget whether the server is failing).
 impl<RB> Classify for HttpFailure<RB> {
     fn class(&self) -> ErrorClass {
-        if !self.repeatable {
-            // The body was longer than the bound: this request cannot be sent again.
-            return ErrorClass::Permanent;
-        }
         match &self.outcome {
             Ok(response) => crate::http::status_class(response.status()),
             Err(error) => chain_class(&**error).0,
@@ -151,6 +151,26 @@ fn io_class(io: &std::io::Error, before_sending: bool) -> ErrorClass {
         ErrorClass::Transient
     } else {
         ErrorClass::IdempotentOnly
+    }
+}
+
+/// The layer's classifier: the failure's own class and hint, and whether the request can go
+/// again (its body fit the bound and its source did not fail; asked of the body itself, so a
+/// timed-out attempt is known not to be repeatable too).
+struct LayerClassifier<'b, B>(&'b ReplayBody<B>);
+
+impl<RB, B> Classifier<HttpFailure<RB>> for LayerClassifier<'_, B> {
+    #[inline]
+    fn class(&self, failure: &HttpFailure<RB>) -> ErrorClass {
+        failure.class()
+    }
+    #[inline]
+    fn retry_after(&self, failure: &HttpFailure<RB>) -> Option<Duration> {
+        Classify::retry_after(failure)
+    }
+    const LIMITS_REPEATS: bool = true;
+    fn repeatable(&self, failure: &HttpFailure<RB>) -> bool {
+        failure.repeatable && self.0.is_replayable()
     }
 }
 
@@ -377,7 +397,10 @@ where
                 circuit.as_ref().map(Held::get),
                 budget.as_ref().map(Held::get),
             );
-            let retry = retry.with_policy(&policy).with_protection(protection);
+            let retry = retry
+                .with_policy(&policy)
+                .with_protection(protection)
+                .classify(LayerClassifier(&body));
             let timeout = retry.timeout.slot();
             let sleep = clock::tokio_sleep;
             let outcome: Result<Response<RB>, HttpFailure<RB>> = async {

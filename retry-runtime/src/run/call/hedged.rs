@@ -11,7 +11,7 @@ use crate::run::hook::Hook;
 use crate::run::outcome::Outcome;
 use crate::run::policy_call::CallPolicy;
 use crate::run::protection::Protection;
-use crate::run::stop::{Failure, Next};
+use crate::run::stop::{Failure, Next, StopReason};
 use std::time::Duration;
 
 impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
@@ -83,6 +83,9 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             None => {
                 let verdict = match self.exhausted() {
                     Some(reason) => Err(reason),
+                    None if C::LIMITS_REPEATS && !classifier.repeatable(error) => {
+                        Err(StopReason::NotRepeatable)
+                    }
                     // At once, or after the error's retry-after: the running attempts have
                     // already waited longer than a backoff would.
                     None => {
