@@ -889,3 +889,32 @@ fn a_breaker_opened_under_virtual_time_stays_open_no_longer_than_open_for_on_the
         refused.retry_after()
     );
 }
+
+static SPAWNED: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
+static SPAWNED_BUDGET: retry_kit::RetryBudget = retry_kit::RetryBudget::new(10, 0.1);
+static SPAWNED_POLICY: RetryPolicy = RetryPolicy::fixed(Duration::from_millis(10)).attempts(3);
+
+#[tokio::test(start_paused = true)]
+async fn the_builders_future_with_a_breaker_and_a_budget_can_be_spawned() {
+    // Before: "implementation of `CircuitSlot` is not general enough" at `tokio::spawn`.
+    let calls = std::sync::Arc::new(AtomicU32::new(0));
+    let counted = calls.clone();
+    let task = tokio::spawn(async move {
+        Retry::new(&SPAWNED_POLICY)
+            .circuit(&SPAWNED)
+            .budget(&SPAWNED_BUDGET)
+            .call_async(|| {
+                let n = counted.fetch_add(1, Ordering::Relaxed) + 1;
+                async move {
+                    if n < 3 {
+                        Err(ApiError::Unavailable)
+                    } else {
+                        Ok(n)
+                    }
+                }
+            })
+            .await
+    });
+    assert_eq!(task.await.unwrap().unwrap(), 3);
+    assert_eq!(calls.load(Ordering::Relaxed), 3);
+}

@@ -49,7 +49,7 @@ pub use protection::{PanicSink, Protected, Protection, Unprotected};
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use shared::{
-    AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, Equip, HoldsCircuitOpen,
+    AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip, HoldsCircuitOpen,
     IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, WithAdaptive, WithBudget, WithCircuit,
     breaker_of, budget_of, circuit_open,
 };

@@ -113,7 +113,7 @@ use crate::run::classifier::{ByTrait, Classifier};
 use crate::run::hook::{Hook, NoHook};
 use crate::run::protection::Unprotected;
 use crate::run::retry::{begin, timed_attempt};
-use crate::run::shared::{Equip, IntoShared, WithBudget, WithCircuit};
+use crate::run::shared::{CallState, Equip, IntoShared, WithBudget, WithCircuit};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
 use std::future::Future;
@@ -241,7 +241,7 @@ where
     H: Hook<Svc::Error> + Clone + Send + 'static,
     observe::Observed<H>: Hook<Svc::Error> + Send,
     S: for<'p> Equip<'p, Svc::Error> + Clone + Send + Sync + 'static,
-    for<'p> <S as Equip<'p, Svc::Error>>::State: Send,
+    for<'p> <S as CallState<'p>>::State: Send,
     T: TimeoutSlot<Svc::Error> + Clone + Send + 'static,
 {
     type Response = Svc::Response;

@@ -151,17 +151,32 @@ impl<K, B, A> IntoShared for Shared<K, B, A> {
 /// Two steps, so that the call is built in place: returning it inside a `Result` made the
 /// builder copy the whole protected call once per call (a `memcpy` of 58 instructions,
 /// sync_success_breaker/fn by callgrind).
-pub trait Equip<'p, E> {
-    /// The call's protection state.
-    type State: Protection<'p>;
+pub trait Equip<'p, E>: CallState<'p> {
     /// Equip `call` with the breaker, budget and adaptive policy.
     fn equip(&self, call: Call<'p>) -> Call<'p, Self::State>;
     /// Ask the breaker for the first attempt; `Err` when it refuses.
     fn admit(&self, call: &mut Call<'p, Self::State>) -> Result<(), E>;
 }
 
-impl<'p, E> Equip<'p, E> for Unprotected {
+/// The protection state the calls a builder's protection equips carry: a trait of its own,
+/// with impls that ask nothing of the slots, so that naming the state of a call held across an
+/// await (a builder's future) never needs the slots' impls. Asked through [`Equip`], whose
+/// impl bounds name lifetimes, it made the futures of a builder with a breaker impossible to
+/// spawn ("implementation of `CircuitSlot` is not general enough").
+pub trait CallState<'p> {
+    /// The call's protection state.
+    type State: Protection<'p>;
+}
+
+impl<'p> CallState<'p> for Unprotected {
     type State = Unprotected;
+}
+
+impl<'p, K, B, A> CallState<'p> for Shared<K, B, A> {
+    type State = Protected<'p>;
+}
+
+impl<'p, E> Equip<'p, E> for Unprotected {
     #[inline(always)]
     fn equip(&self, call: Call<'p>) -> Call<'p> {
         call
@@ -180,7 +195,6 @@ where
     B: BudgetSlot<'a>,
     A: AdaptiveSlot<'a>,
 {
-    type State = Protected<'p>;
     // Always inlined: left to the optimiser it stayed out of line, 47 more instructions a call
     // (sync_success_breaker/fn: 317 against 270, by callgrind).
     #[inline(always)]
