@@ -28,8 +28,9 @@ pub use retry_runtime::tonic;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use retry_runtime::tower;
 pub use retry_runtime::{
-    Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, IdempotencyKey, Jitter, Nested,
-    Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
+    Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, HedgeNotIdempotent,
+    IdempotencyKey, Jitter, Nested, Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut,
+    current_attempt, testing,
 };
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{PerKey, per_key};

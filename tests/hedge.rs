@@ -369,6 +369,7 @@ async fn the_builder_hedges_the_same_way() {
     let policy = RetryPolicy::new().attempts(3).idempotent(true);
     let answer = Retry::new(&policy)
         .hedge(50 * MS)
+        .unwrap()
         .call_async(|| replica.read())
         .await;
     assert_eq!(answer, Ok(2));
@@ -377,15 +378,15 @@ async fn the_builder_hedges_the_same_way() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_builder_does_not_hedge_an_operation_not_declared_idempotent() {
-    let replica = Replica::new(vec![(1000, Ok(1)), (20, Ok(2))]);
+async fn the_builder_refuses_to_hedge_an_operation_not_declared_idempotent() {
+    // Before: the builder quietly retried one attempt at a time.
     let policy = RetryPolicy::new().attempts(3);
-    let answer = Retry::new(&policy)
-        .hedge(50 * MS)
-        .call_async(|| replica.read())
-        .await;
-    assert_eq!(answer, Ok(1));
-    assert_eq!(replica.started(), [(1, Duration::ZERO)]);
+    let refused = Retry::new(&policy).hedge(50 * MS).unwrap_err();
+    assert_eq!(refused, retry_kit::HedgeNotIdempotent);
+    assert!(
+        refused.to_string().contains("idempotent(true)"),
+        "{refused}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -395,6 +396,7 @@ async fn the_builder_times_out_hedged_attempts() {
     let answer = Retry::new(&policy)
         .attempt_timeout(100 * MS)
         .hedge(30 * MS)
+        .unwrap()
         .call_async(|| replica.read())
         .await;
     assert!(matches!(answer, Err(ReadError::Timeout(_))));
@@ -455,6 +457,7 @@ async fn the_builder_hedge_turns_an_already_done_answer_into_the_receipt() {
     let result = Retry::new(&policy)
         .on_failure(record)
         .hedge(50 * MS)
+        .unwrap()
         .already_done(receipt)
         .call_async(|| replica.read())
         .await;
@@ -466,6 +469,7 @@ async fn the_builder_hedge_turns_an_already_done_answer_into_the_receipt() {
     let replica = Replica::new(vec![(10, Err(ReadError::NotFound))]);
     let result = Retry::new(&policy)
         .hedge(50 * MS)
+        .unwrap()
         .already_done(receipt)
         .call_async(|| replica.read())
         .await;

@@ -290,6 +290,7 @@ async fn the_builder_bounds_an_attempt_by_the_deadline_too() {
     let result: Result<u32, RpcError> = Retry::new(&policy)
         .attempt_timeout(SECOND)
         .hedge(Duration::from_millis(1200))
+        .unwrap()
         .call_async(std::future::pending)
         .await;
     assert!(matches!(result, Err(RpcError::Timeout(_))));

@@ -111,6 +111,7 @@ async fn run(label: &str, delay: Option<Duration>, requests: usize) -> Row {
             Some(delay) => {
                 Retry::new(&policy)
                     .hedge(delay)
+                    .expect("the policy is idempotent")
                     .call_async(|| service.call())
                     .await
             }

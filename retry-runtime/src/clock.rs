@@ -155,13 +155,53 @@ pub(crate) fn with_virtual_time<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) 
     (out, time.into_recorded())
 }
 
-/// tokio's sleep, which the async loop awaits by default (it skips zero-length waits itself:
-/// tokio rounds a zero sleep up to its 1 ms timer tick on a real clock). Awaiting tokio's `Sleep`
-/// directly keeps an `async fn` wrapper's own state out of every retry future.
+/// The default async sleep: tokio's inside a tokio runtime (following its clock, paused or
+/// not), and [`timer::Sleep`], a portable timer of the crate's own, on any other executor, so a
+/// retry never panics with "there is no reactor running" at the first failure. The async loop
+/// skips zero-length waits itself (tokio rounds a zero sleep up to its 1 ms tick on a real
+/// clock). A function returning the future rather than an `async fn`: an `async fn` wrapper's
+/// own state would sit in every retry future.
 #[cfg(feature = "tokio")]
 #[inline]
-pub fn tokio_sleep(d: Duration) -> tokio::time::Sleep {
-    tokio::time::sleep(d)
+pub fn tokio_sleep(d: Duration) -> Sleep {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => Sleep::Tokio(tokio::time::sleep(d)),
+        Err(_) => Sleep::Portable(timer::Sleep::new(d)),
+    }
+}
+
+#[cfg(feature = "tokio")]
+pub mod timer;
+
+/// What [`tokio_sleep`] returns: tokio's sleep, or the portable timer's.
+#[cfg(feature = "tokio")]
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub enum Sleep {
+    /// Inside a tokio runtime.
+    Tokio(tokio::time::Sleep),
+    /// On any other executor.
+    Portable(timer::Sleep),
+}
+
+#[cfg(feature = "tokio")]
+impl std::future::Future for Sleep {
+    type Output = ();
+
+    #[inline]
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        // SAFETY: the variants are pinned structurally: neither is moved out of `self`, and
+        // `Sleep` has no `Drop` impl of its own.
+        unsafe {
+            match self.get_unchecked_mut() {
+                Sleep::Tokio(sleep) => std::pin::Pin::new_unchecked(sleep).poll(cx),
+                Sleep::Portable(sleep) => std::pin::Pin::new(sleep).poll(cx),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -76,4 +76,4 @@ pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};
 pub use per_key::PerKey;
 pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
-pub use run::{Failure, Next, Rejected, Retry, StopReason};
+pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};

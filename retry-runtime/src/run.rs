@@ -41,7 +41,7 @@ pub use call::{Call, InAttempt};
 pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
-pub use hedge::{Ended, Event, Hedge, Hedging, Then};
+pub use hedge::{Ended, Event, Hedge, HedgeNotIdempotent, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, Outcome};
 pub use policy_call::{AsPolicy, CallPolicy, policy_of};

@@ -117,6 +117,7 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
     /// let policy = RetryPolicy::new().attempts(3).idempotent(true);
     /// let receipt = Retry::new(&policy)
     ///     .hedge(Duration::from_millis(50))
+    ///     .expect("the policy is idempotent")
     ///     .already_done(|e| match e {
     ///         PayError::Duplicate(receipt) => Ok(receipt),
     ///         other => Err(other),

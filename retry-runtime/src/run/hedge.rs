@@ -294,8 +294,8 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// success wins and the others are dropped. See [`hedge`](super::hedge) for every rule.
     ///
     /// Hedging runs the operation more than once at the same time, so it needs a policy
-    /// declared [`idempotent`](crate::RetryPolicy::idempotent); with any other policy the call
-    /// retries one attempt at a time, as without `hedge`.
+    /// declared [`idempotent`](crate::RetryPolicy::idempotent): with any other policy this is
+    /// [`HedgeNotIdempotent`], not a builder that quietly retries one attempt at a time.
     ///
     /// ```
     /// use retry_kit::{Retry, RetryPolicy, current_attempt};
@@ -308,6 +308,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// // The first attempt hangs; the hedge started after 50 ms answers in 10 ms.
     /// let answer: Result<u32, io::Error> = Retry::new(&policy)
     ///     .hedge(Duration::from_millis(50))
+    ///     .expect("the policy is idempotent")
     ///     .call_async(|| async {
     ///         let attempt = current_attempt().unwrap().number();
     ///         if attempt == 1 {
@@ -319,12 +320,36 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     ///     .await;
     /// assert_eq!(answer.unwrap(), 2);
     /// assert_eq!(start.elapsed(), Duration::from_millis(60));
+    ///
+    /// // A policy not declared idempotent is refused.
+    /// let not_idempotent = RetryPolicy::new();
+    /// assert!(Retry::new(&not_idempotent).hedge(Duration::from_millis(50)).is_err());
     /// # }
     /// ```
-    pub fn hedge(self, after: Duration) -> Hedge<'p, C, H, S, T> {
-        Hedge { retry: self, after }
+    pub fn hedge(self, after: Duration) -> Result<Hedge<'p, C, H, S, T>, HedgeNotIdempotent> {
+        if !self.policy.idempotent {
+            return Err(HedgeNotIdempotent);
+        }
+        Ok(Hedge { retry: self, after })
     }
 }
+
+/// [`Retry::hedge`] on a policy not declared [`idempotent`](crate::RetryPolicy::idempotent):
+/// hedging runs the operation more than once at the same time, which only an idempotent
+/// operation allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HedgeNotIdempotent;
+
+impl std::fmt::Display for HedgeNotIdempotent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "hedging runs the operation more than once at the same time: declare the policy \
+             idempotent (`RetryPolicy::idempotent(true)`) if it is",
+        )
+    }
+}
+
+impl std::error::Error for HedgeNotIdempotent {}
 
 /// A [`Retry`] that hedges slow attempts: what [`Retry::hedge`] makes. Async only.
 #[derive(Clone, Debug)]
@@ -350,9 +375,6 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
         T: TimeoutSlot<O::Error>,
     {
         let Hedge { retry, after } = self;
-        if !retry.policy.idempotent {
-            return retry.call_async_with(op, sleep).await;
-        }
         let timeout = retry.timeout.slot();
         begin!(retry, O => call, classifier, hook);
         match timeout {
