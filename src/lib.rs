@@ -48,7 +48,9 @@ pub mod __private {
     pub use retry_runtime::observe::{
         DisplayProbe, ViaDisplay, ViaNothing, no_display, observed, refused, wants_clock,
     };
-    pub use retry_runtime::per_key::{key_hash, keyed, one_by_key, pick};
+    pub use retry_runtime::per_key::{
+        KeyText, KeyViaDisplay, KeyViaNothing, key_hash, keyed, one_by_key, pick,
+    };
     pub use retry_runtime::run::{
         AsPolicy, ByTrait, Call, CallPolicy, Described, IfRejected, NoHook, WithRetryAfter,
         accept_rejected, breaker_of, budget_of, circuit_open, class_of, policy_of, reject_if,

@@ -748,3 +748,25 @@ async fn a_503_to_a_body_over_the_bound_is_a_breaker_failure_not_an_answer() {
     assert_eq!(server.bodies().len(), 2, "each sent once");
     assert_eq!(OVER_BOUND.state(), retry_kit::CircuitState::Open);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_layer_keys_per_host_entries_by_host_and_port_as_documented() {
+    static BY_AUTHORITY: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(1, Duration::from_secs(30)));
+    let server = Server::answering(vec![status(503)]);
+    let mut client = HttpRetryLayer::new(policy().attempts(1))
+        .circuit(&BY_AUTHORITY)
+        .layer(server.clone());
+    let get = Request::get("https://api.example/x")
+        .body(String::new())
+        .unwrap();
+    assert_eq!(
+        client.call(get).await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // `host:port`, the scheme's default port filled in: what a user looks the entry up by.
+    let entry = BY_AUTHORITY.get("api.example:443");
+    assert_eq!(entry.state(), retry_kit::CircuitState::Open);
+    assert_eq!(entry.key(), Some("api.example:443"));
+    assert_eq!(BY_AUTHORITY.len(), 1);
+}

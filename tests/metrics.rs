@@ -260,3 +260,43 @@ fn an_attempt_that_waited_out_a_retry_after_is_a_retry_not_a_hedge() {
         .map(|(.., value)| format!("{value:?}"));
     assert_eq!(retried, Some(format!("{:?}", DebugValue::Counter(1))));
 }
+
+#[derive(Debug, Classify)]
+enum HostError {
+    #[classify(transient)]
+    Down,
+    #[classify(transient)]
+    Open,
+}
+
+impl From<retry_kit::CircuitOpen> for HostError {
+    fn from(_: retry_kit::CircuitOpen) -> Self {
+        HostError::Open
+    }
+}
+
+static HOSTS: retry_kit::PerKey<CircuitBreaker> =
+    retry_kit::PerKey::new(CircuitBreaker::new(1, Duration::from_secs(60)).name("hosts"));
+
+#[retryable(attempts = 1, circuit = HOSTS, key = host)]
+fn fetch_host(host: &str, up: bool) -> Result<(), HostError> {
+    if up { Ok(()) } else { Err(HostError::Down) }
+}
+
+#[test]
+fn each_per_key_breaker_is_its_own_series_labelled_with_its_key() {
+    // Before, every entry of a PerKey set the one `breaker="hosts"` series: the last writer won,
+    // and the gauge said closed while another host was open.
+    let seen = measure(|| {
+        let _ = fetch_host("down.example", false);
+        let _ = fetch_host("up.example", true);
+        HOSTS.get("down.example");
+    });
+    let gauges: Vec<_> = seen
+        .iter()
+        .filter(|(name, _, _)| name == "retry_kit_circuit_state")
+        .collect();
+    assert_eq!(gauges.len(), 1, "{gauges:?}");
+    assert_eq!(gauges[0].1, labels(&["breaker=hosts", "key=down.example"]));
+    assert_eq!(HOSTS.get("down.example").key(), Some("down.example"));
+}

@@ -144,8 +144,13 @@ pub struct CircuitBreaker {
     half_open_max: u16,
     ratio: Option<RatioRule>,
     hook: Option<fn(CircuitState, CircuitState)>,
+    /// Called with the breaker itself, so that a `PerKey` entry's hook can tell its key.
+    hook_of: Option<fn(&CircuitBreaker, CircuitState, CircuitState)>,
     /// The name its `tracing` events carry.
     name: Option<&'static str>,
+    /// The key of a `PerKey` entry, as text, when the code that made the entry knew it (the
+    /// layers' `host:port`, a `#[retryable(key = ..)]` key that implements `Display`).
+    key: Option<Box<str>>,
     /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
     state: AtomicU64,
     /// Consecutive retryable failures while closed.
@@ -292,21 +297,33 @@ impl CircuitBreaker {
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
         #[cfg(feature = "metrics")]
-        crate::meter::circuit_state(self.name.unwrap_or("unnamed"), to);
+        crate::meter::circuit_state(self.name.unwrap_or("unnamed"), self.key(), to);
         #[cfg(feature = "tracing")]
         {
             let breaker = self.name.unwrap_or("unnamed");
+            let key = self.key();
             let opened = to == CircuitState::Open;
             let (from, to) = (from.as_str(), to.as_str());
             if opened {
-                tracing::warn!(target: "retry_kit", breaker, from, to, "circuit breaker opened");
+                tracing::warn!(target: "retry_kit", breaker, key, from, to, "circuit breaker opened");
             } else {
-                tracing::info!(target: "retry_kit", breaker, from, to, "circuit breaker state changed");
+                tracing::info!(target: "retry_kit", breaker, key, from, to, "circuit breaker state changed");
             }
         }
         if let Some(hook) = self.hook {
             hook(from, to);
         }
+        if let Some(hook) = self.hook_of {
+            hook(self, from, to);
+        }
+    }
+
+    /// The key of a [`PerKey`](crate::PerKey) entry, as text, when the code that made the entry
+    /// knew it: the tower and reqwest layers key entries by the request's authority written
+    /// `host:port` (`"api.example:443"`), and `#[retryable(key = ..)]` by the key's `Display`
+    /// text. `None` for a breaker of its own, or an entry made by [`PerKey::get`](crate::PerKey::get).
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 
     /// Open the breaker from the state `cur`, if it is still in `w`'s phase and generation

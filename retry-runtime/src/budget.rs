@@ -66,6 +66,12 @@ const UNIT: u64 = 1_000_000;
 /// assert_eq!(BACKEND.tokens(), 2.0);
 /// assert!(!BACKEND.allows_retry());
 /// ```
+///
+/// One budget per host, partition or tenant: a [`PerKey<RetryBudget>`](crate::PerKey), each
+/// entry a full copy of the template. A table keeps a bounded number of keys; when it is full,
+/// a new key takes the place of a full budget first, and only when there is none of the
+/// least recently used one, whose spent tokens are then forgotten: that key starts again
+/// with a full budget when it comes back.
 pub struct RetryBudget {
     max: u64,
     ratio: u64,

@@ -7,7 +7,7 @@
 //! | `retry_kit_retry_delay_seconds` | histogram | `fn` | the wait before each retry |
 //! | `retry_kit_stops_total` | counter | `fn`, `reason` | every call that gave up, by [`StopReason`], including calls an open breaker refused before any attempt (`circuit_open`) |
 //! | `retry_kit_hedges_total` | counter | `fn` | every attempt a hedged call started beside a slow one (counted in `retry_kit_attempts_total` too when it ends) |
-//! | `retry_kit_circuit_state` | gauge | `breaker` | 0 closed, 1 half-open, 2 open, set on every change of a named or unnamed (`"unnamed"`) breaker |
+//! | `retry_kit_circuit_state` | gauge | `breaker`, and `key` for a `PerKey` entry whose key is known as text (the layers' `host:port`, a `Display` key of `#[retryable(key = ..)]`) | 0 closed, 1 half-open, 2 open, set on every change of a named or unnamed (`"unnamed"`) breaker |
 //!
 //! `fn` is the function's path for `#[retryable]` (as in `tracing` events) and the name given
 //! by [`Retry::named`](crate::Retry::named) for the builder (`"closure"` by default). Without
@@ -64,12 +64,17 @@ pub(crate) fn hedged(function: &'static str) {
     ::metrics::counter!("retry_kit_hedges_total", "fn" => function).increment(1);
 }
 
-/// A breaker changed state.
-pub(crate) fn circuit_state(breaker: &'static str, state: CircuitState) {
+/// A breaker changed state: a `PerKey` entry's series carries its key, so that one host's open
+/// breaker is not overwritten by another's closed one.
+pub(crate) fn circuit_state(breaker: &'static str, key: Option<&str>, state: CircuitState) {
     let value = match state {
         CircuitState::Closed => 0.0,
         CircuitState::HalfOpen => 1.0,
         CircuitState::Open => 2.0,
     };
-    ::metrics::gauge!("retry_kit_circuit_state", "breaker" => breaker).set(value);
+    match key {
+        Some(key) => ::metrics::gauge!("retry_kit_circuit_state", "breaker" => breaker, "key" => key.to_owned())
+            .set(value),
+        None => ::metrics::gauge!("retry_kit_circuit_state", "breaker" => breaker).set(value),
+    }
 }

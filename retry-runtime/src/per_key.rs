@@ -20,6 +20,13 @@ pub trait Template: Sized {
     /// Whether this value has nothing a fresh one lacks (a closed breaker with no failure
     /// counted, a full bucket): forgetting it loses nothing.
     fn is_idle(&self) -> bool;
+    /// Give a new entry its key as text, for its measurements and hooks (a breaker keeps it,
+    /// see [`CircuitBreaker::key`]).
+    // Boxed: the breaker's impl keeps it as it comes.
+    #[allow(clippy::boxed_local)]
+    fn label(&mut self, key: Box<str>) {
+        let _ = key;
+    }
 }
 
 impl Template for CircuitBreaker {
@@ -28,6 +35,9 @@ impl Template for CircuitBreaker {
     }
     fn is_idle(&self) -> bool {
         CircuitBreaker::is_idle(self)
+    }
+    fn label(&mut self, key: Box<str>) {
+        self.set_key(key);
     }
 }
 
@@ -157,10 +167,38 @@ impl<T: Template, const N: usize> PerKey<T, N> {
     /// The value for `key`: the one it has, or a fresh copy of the template, replacing the key
     /// used least recently when all `N` places are taken.
     pub fn get<K: Hash + ?Sized>(&self, key: &K) -> Arc<T> {
-        self.get_hashed(hash_of(key))
+        self.get_hashed(hash_of(key), || None)
     }
 
-    fn get_hashed(&self, hash: u64) -> Arc<T> {
+    /// The value for the key whose hash is `hash`; a new entry is labelled with what `label`
+    /// says (asked only then, outside the table's lock).
+    fn get_hashed(&self, hash: u64, label: impl FnOnce() -> Option<Box<str>>) -> Arc<T> {
+        if let Some(value) = self.lookup(hash) {
+            return value;
+        }
+        let mut value = self.template.fresh();
+        if let Some(key) = label() {
+            value.label(key);
+        }
+        self.insert(hash, Arc::new(value))
+    }
+
+    /// The value a live entry for `hash` has, marked as used now.
+    fn lookup(&self, hash: u64) -> Option<Arc<T>> {
+        let mut table = self.lock();
+        table.clock += 1;
+        let now = table.clock;
+        let entry = table
+            .entries
+            .iter_mut()
+            .find(|e| e.hash == hash && e.value.is_some())?;
+        entry.last_used = now;
+        entry.value.clone()
+    }
+
+    /// Give `value` a place for `hash`, unless another thread gave the key one meanwhile (then
+    /// that value is the key's).
+    fn insert(&self, hash: u64, value: Arc<T>) -> Arc<T> {
         let mut table = self.lock();
         table.clock += 1;
         let now = table.clock;
@@ -188,7 +226,6 @@ impl<T: Template, const N: usize> PerKey<T, N> {
                     .min_by_key(|&i| entries[i].last_used)
             })
             .or_else(|| (0..entries.len()).min_by_key(|&i| entries[i].last_used));
-        let value = Arc::new(self.template.fresh());
         if let Some(i) = place {
             entries[i] = Entry {
                 hash,
@@ -218,14 +255,15 @@ impl<T, const N: usize> fmt::Debug for PerKey<T, N> {
     note = "declare `static HOSTS: PerKey<CircuitBreaker> = PerKey::new(CircuitBreaker::new(..));`, or drop `key` to share one breaker or budget"
 )]
 pub trait AsPerKey<T> {
-    /// The value for the key whose hash is `hash` (see [`key_hash`]).
-    fn value_for(&self, hash: u64) -> Arc<T>;
+    /// The value for the key whose hash is `hash` (see [`key_hash`]); a new entry is labelled
+    /// with `label`'s text (asked only then).
+    fn value_for(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Arc<T>;
 }
 
 impl<T: Template, const N: usize> AsPerKey<T> for PerKey<T, N> {
     #[inline]
-    fn value_for(&self, hash: u64) -> Arc<T> {
-        self.get_hashed(hash)
+    fn value_for(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Arc<T> {
+        self.get_hashed(hash, label)
     }
 }
 
@@ -235,10 +273,43 @@ pub fn key_hash<K: Hash + ?Sized>(key: &K) -> u64 {
     hash_of(key)
 }
 
-/// The breaker or budget of `per_key` for the key whose hash is `hash`.
+/// The breaker or budget of `per_key` for the key whose hash is `hash`; `label` gives a new
+/// entry its key as text (see [`CircuitBreaker::key`]).
 #[inline]
-pub fn keyed<T, P: AsPerKey<T> + ?Sized>(per_key: &P, hash: u64) -> Arc<T> {
-    per_key.value_for(hash)
+pub fn keyed<T, P: AsPerKey<T> + ?Sized>(
+    per_key: &P,
+    hash: u64,
+    label: &dyn Fn() -> Option<Box<str>>,
+) -> Arc<T> {
+    per_key.value_for(hash, label)
+}
+
+/// What `#[retryable(key = ..)]` labels a new `PerKey` entry with: the key's `Display` text,
+/// when its type has one (found by autoref, as for errors: `(&KeyText(&key)).text()`).
+pub struct KeyText<'k, K: ?Sized>(pub &'k K);
+
+/// The key has a `Display`: its text.
+pub trait KeyViaDisplay {
+    /// The key's text.
+    fn text(&self) -> Option<Box<str>>;
+}
+
+impl<K: std::fmt::Display + ?Sized> KeyViaDisplay for KeyText<'_, K> {
+    fn text(&self) -> Option<Box<str>> {
+        Some(self.0.to_string().into_boxed_str())
+    }
+}
+
+/// The key has no `Display`: no text.
+pub trait KeyViaNothing {
+    /// No text.
+    fn text(&self) -> Option<Box<str>>;
+}
+
+impl<K: ?Sized> KeyViaNothing for &KeyText<'_, K> {
+    fn text(&self) -> Option<Box<str>> {
+        None
+    }
 }
 
 /// A key's 64-bit hash: SipHash with fixed keys, so the same key finds its value in every call.

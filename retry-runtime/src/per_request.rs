@@ -86,10 +86,13 @@ impl<T> Held<T> {
 impl<T> Chosen<T> {
     /// The value for a request; `authority` (its key) is asked for only with a `PerKey`, so a
     /// shared breaker costs no hashing.
-    pub(crate) fn for_authority(self, authority: impl FnOnce() -> u64) -> Held<T> {
+    pub(crate) fn for_authority(self, authority: impl FnOnce() -> (u64, Box<str>)) -> Held<T> {
         match self.0 {
             Choice::One(value) => Held::One(value),
-            Choice::ByAuthority(per_key) => Held::Keyed(per_key.value_for(authority())),
+            Choice::ByAuthority(per_key) => {
+                let (hash, text) = authority();
+                Held::Keyed(per_key.value_for(hash, &|| Some(text.clone())))
+            }
         }
     }
 }
@@ -99,20 +102,27 @@ impl<T> Chosen<T> {
 pub(crate) fn held(
     circuit: Option<Chosen<CircuitBreaker>>,
     budget: Option<Chosen<RetryBudget>>,
-    authority: impl Fn() -> u64,
+    authority: impl Fn() -> String,
 ) -> (Option<Held<CircuitBreaker>>, Option<Held<RetryBudget>>) {
-    let mut key = None;
-    let mut authority = || *key.get_or_insert_with(&authority);
+    let mut key: Option<(u64, Box<str>)> = None;
+    let mut authority = || {
+        key.get_or_insert_with(|| {
+            let text = authority();
+            (key_hash(&text), text.into_boxed_str())
+        })
+        .clone()
+    };
     (
         circuit.map(|c| c.for_authority(&mut authority)),
         budget.map(|b| b.for_authority(&mut authority)),
     )
 }
 
-/// The `PerKey` key of an authority: its host and port (the scheme's default port when the
-/// URL names none), hashed. The same for a reqwest `Url` and an `http::Uri` naming one host.
-pub(crate) fn authority_key(host: &str, port: u16) -> u64 {
-    key_hash(&format!("{host}:{port}"))
+/// The `PerKey` key of an authority: its host and port written `host:port` (the scheme's default
+/// port when the URL names none), so that `PER_HOST.get("api.example:443")` finds the entry of
+/// `https://api.example/..`. The same for a reqwest `Url` and an `http::Uri` naming one host.
+pub(crate) fn authority_key(host: &str, port: u16) -> String {
+    format!("{host}:{port}")
 }
 
 /// What the policy of a front end starts from before it owns one (a `Retry` needs a reference).
@@ -177,7 +187,7 @@ impl<H, T> HttpSettings<H, T> {
     /// One request's breaker and budget; `authority` is computed only for a `PerKey`.
     pub(crate) fn held_for(
         &self,
-        authority: impl Fn() -> u64,
+        authority: impl Fn() -> String,
     ) -> (Option<Held<CircuitBreaker>>, Option<Held<RetryBudget>>) {
         held(self.circuit, self.budget, authority)
     }

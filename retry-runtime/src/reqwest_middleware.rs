@@ -184,15 +184,16 @@ impl<H, T> RetryMiddleware<H, T> {
     }
 
     /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
-    /// keyed by each request's authority) before every attempt; a refused first attempt is an
-    /// error.
+    /// keyed by each request's authority written `host:port`, the scheme's default port filled
+    /// in: `PER_HOST.get("api.example:443")` finds the entry of `https://api.example/..`) before
+    /// every attempt; a refused first attempt is an error.
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
         self.settings.circuit = Some(breaker.chosen());
         self
     }
 
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
-    /// keyed by each request's authority) and ask it before every retry.
+    /// keyed by each request's authority written `host:port`) and ask it before every retry.
     pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
         self.settings.budget = Some(budget.chosen());
         self
@@ -213,7 +214,7 @@ impl<H, T> RetryMiddleware<H, T> {
 }
 
 /// A request's authority (host and port), hashed as `PerKey` keys are.
-fn authority_of(request: &Request) -> u64 {
+fn authority_of(request: &Request) -> String {
     let url = request.url();
     authority_key(
         url.host_str().unwrap_or_default(),

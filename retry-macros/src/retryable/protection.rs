@@ -73,8 +73,15 @@ impl Protection {
                 } else {
                     quote_spanned!(path.span()=> #krate::__private::keyed::<#krate::#held_type, _>)
                 };
+                // A new entry is labelled with the key's `Display` text, if it has one: the key
+                // is evaluated again for that, only when the entry is made.
+                let key = args.expr("key");
                 setup.extend(quote_spanned!(path.span()=>
-                    let #held = #pick(&#path, #key_hash);
+                    let #held = #pick(&#path, #key_hash, &|| {
+                        #[allow(unused_imports)]
+                        use #krate::__private::{KeyViaDisplay as _, KeyViaNothing as _};
+                        (&#krate::__private::KeyText(&(#key))).text()
+                    });
                 ));
                 quote_spanned!(path.span()=> #krate::__private::#of(&*#held))
             } else {

@@ -24,7 +24,9 @@ impl CircuitBreaker {
                 half_open_max: 1,
                 ratio: None,
                 hook: None,
+                hook_of: None,
                 name: None,
+                key: None,
                 state: AtomicU64::new(Word::CLOSED.pack()),
                 failures: AtomicU32::new(0),
                 open_until: AtomicI64::new(0),
@@ -124,7 +126,9 @@ impl CircuitBreaker {
             half_open_max: self.half_open_max,
             ratio: self.ratio,
             hook: self.hook,
+            hook_of: self.hook_of,
             name: self.name,
+            key: None,
             state: AtomicU64::new(Word::CLOSED.pack()),
             failures: AtomicU32::new(0),
             open_until: AtomicI64::new(0),
@@ -166,6 +170,54 @@ impl CircuitBreaker {
     pub const fn on_state_change(mut self, hook: fn(CircuitState, CircuitState)) -> Self {
         self.hook = Some(hook);
         self
+    }
+
+    /// As [`on_state_change`](Self::on_state_change), with the breaker itself: for the
+    /// template of a [`PerKey`](crate::PerKey), each entry's hook can tell which key changed
+    /// ([`key`](Self::key)).
+    ///
+    /// ```
+    /// use retry_kit::{CircuitBreaker, CircuitState, PerKey, retryable, Classify, CircuitOpen};
+    /// use std::sync::Mutex;
+    /// use std::time::Duration;
+    ///
+    /// static OPENED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    ///
+    /// fn changed(breaker: &CircuitBreaker, _: CircuitState, to: CircuitState) {
+    ///     if to == CircuitState::Open {
+    ///         OPENED.lock().unwrap().push(breaker.key().unwrap_or("?").to_owned());
+    ///     }
+    /// }
+    ///
+    /// static HOSTS: PerKey<CircuitBreaker> =
+    ///     PerKey::new(CircuitBreaker::new(1, Duration::from_secs(30)).on_state_change_of(changed));
+    ///
+    /// #[derive(Debug, Classify)]
+    /// #[classify(transient)]
+    /// struct Down;
+    /// impl From<CircuitOpen> for Down {
+    ///     fn from(_: CircuitOpen) -> Self { Down }
+    /// }
+    ///
+    /// #[retryable(attempts = 1, circuit = HOSTS, key = host)]
+    /// fn fetch(host: &str) -> Result<(), Down> {
+    ///     Err(Down)
+    /// }
+    ///
+    /// let _ = fetch("b.example");
+    /// assert_eq!(*OPENED.lock().unwrap(), ["b.example"]);
+    /// ```
+    pub const fn on_state_change_of(
+        mut self,
+        hook: fn(&CircuitBreaker, CircuitState, CircuitState),
+    ) -> Self {
+        self.hook_of = Some(hook);
+        self
+    }
+
+    /// This entry's key as text (see [`key`](Self::key)).
+    pub(crate) fn set_key(&mut self, key: Box<str>) {
+        self.key = Some(key);
     }
 }
 

@@ -36,27 +36,27 @@ impl<T> Deref for Picked<'_, T> {
     label = "expected a `PerKey<{T}>` or a `{T}`"
 )]
 pub trait Pick<T> {
-    /// The value for the key whose hash is `hash`.
-    fn pick(&self, hash: u64) -> Picked<'_, T>;
+    /// The value for the key whose hash is `hash`, a new entry labelled by `label`.
+    fn pick(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, T>;
 }
 
 impl<T: Template, const N: usize> Pick<T> for PerKey<T, N> {
     #[inline]
-    fn pick(&self, hash: u64) -> Picked<'_, T> {
-        Picked::Own(self.get_hashed(hash))
+    fn pick(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, T> {
+        Picked::Own(self.get_hashed(hash, label))
     }
 }
 
 impl Pick<CircuitBreaker> for CircuitBreaker {
     #[inline]
-    fn pick(&self, _: u64) -> Picked<'_, CircuitBreaker> {
+    fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, CircuitBreaker> {
         Picked::Shared(self)
     }
 }
 
 impl Pick<RetryBudget> for RetryBudget {
     #[inline]
-    fn pick(&self, _: u64) -> Picked<'_, RetryBudget> {
+    fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, RetryBudget> {
         Picked::Shared(self)
     }
 }
@@ -97,6 +97,10 @@ where
 
 /// The breaker or budget `of` gives the key whose hash is `hash`.
 #[inline]
-pub fn pick<T, P: Pick<T> + ?Sized>(of: &P, hash: u64) -> Picked<'_, T> {
-    of.pick(hash)
+pub fn pick<'a, T, P: Pick<T> + ?Sized>(
+    of: &'a P,
+    hash: u64,
+    label: &dyn Fn() -> Option<Box<str>>,
+) -> Picked<'a, T> {
+    of.pick(hash, label)
 }

@@ -293,15 +293,16 @@ impl<H, T> HttpRetryLayer<H, T> {
     }
 
     /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
-    /// keyed by each request's authority) before every attempt; a refused first attempt is an
-    /// error.
+    /// keyed by each request's authority written `host:port`, the scheme's default port filled
+    /// in: `PER_HOST.get("api.example:443")` finds the entry of `https://api.example/..`) before
+    /// every attempt; a refused first attempt is an error.
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
         self.settings.circuit = Some(breaker.chosen());
         self
     }
 
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
-    /// keyed by each request's authority) and ask it before every retry.
+    /// keyed by each request's authority written `host:port`) and ask it before every retry.
     pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
         self.settings.budget = Some(budget.chosen());
         self
@@ -342,7 +343,7 @@ pub struct HttpRetryService<Svc, H = NoHook, T = NoTimeout> {
 
 /// A request's authority (host and port, the scheme's default when the URI names none) as a
 /// `PerKey` key: the same key reqwest's middleware gives a URL naming the same host.
-fn authority_of(uri: &::http::Uri) -> u64 {
+fn authority_of(uri: &::http::Uri) -> String {
     let default_port = match uri.scheme_str() {
         Some("https") => 443,
         Some("http") => 80,
