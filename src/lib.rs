@@ -21,6 +21,7 @@ pub use retry_runtime::reqwest;
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub use retry_runtime::reqwest_middleware;
+pub use retry_runtime::run::{AsBreaker, AsBudget};
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use retry_runtime::tonic;
@@ -52,9 +53,9 @@ pub mod __private {
         KeyText, KeyViaDisplay, KeyViaNothing, key_hash, keyed, one_by_key, pick,
     };
     pub use retry_runtime::run::{
-        AsPolicy, ByTrait, Call, CallPolicy, Described, IfRejected, NoHook, WithRetryAfter,
-        accept_rejected, breaker_of, budget_of, circuit_open, class_of, policy_of, reject_if,
-        resolve_already_done, timed, timed_out,
+        AsPolicy, ByTrait, Call, CallPolicy, Described, ErrorOf, IfRejected, NoHook, RejectedOf,
+        WithRetryAfter, accept_rejected, breaker_of, budget_of, circuit_open, class_of, policy_of,
+        reject_if, resolve_already_done, timed, timed_out,
     };
     pub use retry_runtime::{retry_async, retry_hedged, retry_sync};
 }

@@ -7,15 +7,18 @@
 //! a clone, which the macro never makes on the user's behalf: that is a compile error at the
 //! argument, carried by [`FreshPerAttempt`].
 
-/// A `mut` argument type that each attempt can get a fresh copy of: any `Copy` type.
+/// A `mut` argument type that each attempt can get a fresh copy of: any `Copy` type. `Name` is
+/// a type the generated code names after the argument, so that the error says what to write
+/// for that argument.
 #[diagnostic::on_unimplemented(
     message = "a `mut` argument of `#[retryable]` must be `Copy`, and `{Self}` is not: each attempt starts from the caller's value, and that would need a clone",
     label = "this `mut` argument is changed by the body, so every attempt needs its own copy",
-    note = "drop `mut` here and make the copy visible in the body: `let mut name = name.clone();`, or take `&mut {Self}` to carry changes across attempts on purpose"
+    note = "drop `mut` here and make the copy visible in the body: `let mut {Name} = {Name}.clone();`, or take `&mut {Self}` to carry changes across attempts on purpose"
 )]
-pub trait FreshPerAttempt: Copy {}
+pub trait FreshPerAttempt<Name>: Copy {}
 
-impl<T: Copy> FreshPerAttempt for T {}
+#[diagnostic::do_not_recommend]
+impl<Name, T: Copy> FreshPerAttempt<Name> for T {}
 
 /// A fresh copy of a `mut` argument for one attempt.
 ///
@@ -40,6 +43,6 @@ impl<T: Copy> FreshPerAttempt for T {}
 /// assert_eq!(scaled(1, &mut failures).unwrap(), 10); // not 1000
 /// ```
 #[inline(always)]
-pub fn fresh<T: FreshPerAttempt>(value: &T) -> T {
+pub fn fresh<Name, T: FreshPerAttempt<Name>>(value: &T) -> T {
     *value
 }

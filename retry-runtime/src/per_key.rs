@@ -267,10 +267,30 @@ impl<T: Template, const N: usize> AsPerKey<T> for PerKey<T, N> {
     }
 }
 
+/// What `#[retryable(key = ...)]` accepts: a value whose `Hash` chooses the call's breaker or
+/// budget.
+#[diagnostic::on_unimplemented(
+    message = "`key = ...` must be a value that implements `Hash`, and `{Self}` does not",
+    label = "its hash chooses this call's breaker or budget",
+    note = "derive `Hash` (with `PartialEq` and `Eq`) for the type, or key by a field that has one, such as a host name"
+)]
+pub trait Key {
+    /// The key's 64-bit hash.
+    fn key_hash(&self) -> u64;
+}
+
+#[diagnostic::do_not_recommend]
+impl<K: Hash + ?Sized> Key for K {
+    #[inline]
+    fn key_hash(&self) -> u64 {
+        hash_of(self)
+    }
+}
+
 /// The hash of a call's key, taken once for its breaker and its budget.
 #[inline]
-pub fn key_hash<K: Hash + ?Sized>(key: &K) -> u64 {
-    hash_of(key)
+pub fn key_hash<K: Key + ?Sized>(key: &K) -> u64 {
+    key.key_hash()
 }
 
 /// The breaker or budget of `per_key` for the key whose hash is `hash`; `label` gives a new

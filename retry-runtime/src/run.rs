@@ -43,7 +43,7 @@ pub use classifier::{
 };
 pub use hedge::{Ended, Event, Hedge, HedgeNotIdempotent, Hedging, Then};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
-pub use outcome::{Conversion, Outcome};
+pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
 pub use policy_call::{AsPolicy, CallPolicy, policy_of};
 pub use protection::{PanicSink, Protected, Protection, Unprotected};
 pub use retry::{BreakerWith, Retry};

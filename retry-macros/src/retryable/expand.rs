@@ -89,8 +89,24 @@ fn expand(
     // declared return type.
     let after = Ident::new("after", ret_span);
 
-    let classify = classifier_expr(args, &krate);
+    let classify = classifier_expr(args, &krate, &ret, had_impl_trait);
+    // The user's hook is called from a closure whose argument names the record type, so a
+    // function of the wrong signature is a type mismatch at the `on_failure` value naming
+    // `Failure<'_, E>` (with `retry_if`, `Failure<'_, Rejected<T, E>>`), not an unmet bound of
+    // the engine's.
     let hook_expr = match args.path("on_failure") {
+        Some(path) if !had_impl_trait => {
+            let record = if args.get("retry_if").is_some() {
+                quote!(#krate::__private::RejectedOf<#ret>)
+            } else {
+                quote!(#krate::__private::ErrorOf<#ret>)
+            };
+            // At the value, so that a mismatch points there.
+            let f = Ident::new("__rk_failure", Span::mixed_site().located_at(path.span()));
+            quote_spanned!(path.span()=>
+                |#f: &#krate::Failure<'_, #record>| #path(#f)
+            )
+        }
         Some(path) => quote!(#path),
         None => quote!(#krate::__private::NoHook),
     };
@@ -362,9 +378,19 @@ fn described(hook: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) 
     quote!(#krate::__private::Described(#hook, #display))
 }
 
-fn classifier_expr(args: &Args, krate: &Path) -> TokenStream {
-    let class = args.path("classify");
+fn classifier_expr(args: &Args, krate: &Path, ret: &Type, had_impl_trait: bool) -> TokenStream {
     let retry_after = args.path("retry_after");
+    // As for the hook: a `classify` function of the wrong signature is a type mismatch at the
+    // value, naming the error type.
+    let class = args.path("classify").map(|class| {
+        if had_impl_trait {
+            return quote!(#class);
+        }
+        let e = Ident::new("__rk_error", Span::mixed_site().located_at(class.span()));
+        quote_spanned!(class.span()=>
+            |#e: &#krate::__private::ErrorOf<#ret>| -> #krate::ErrorClass { #class(#e) }
+        )
+    });
     match (class, retry_after) {
         (None, None) => quote!(#krate::__private::ByTrait),
         (Some(class), None) => quote!(#class),

@@ -90,9 +90,15 @@ pub(crate) fn take_from_pattern(pat: &mut Pat, bindings: &mut Vec<Binding>, erro
 pub(crate) fn prelude(bindings: &[Binding], krate: &Path) -> TokenStream {
     let mut out = TokenStream::new();
     for Binding { ident, mutability } in bindings {
+        // A type named after the argument (in the macro's own hygiene, so it meets no name of
+        // the user's), for the error's note: `let mut line = line.clone();`.
+        let mut name = ident.clone();
+        name.set_span(proc_macro2::Span::mixed_site().located_at(ident.span()));
         // Spanned at the argument, so that a type which is not `Copy` is reported there.
         out.extend(quote_spanned!(ident.span()=>
-            let #mutability #ident = #krate::__private::fresh(&#ident);
+            #[allow(non_camel_case_types, dead_code)]
+            struct #name {}
+            let #mutability #ident = #krate::__private::fresh::<#name, _>(&#ident);
         ));
     }
     out

@@ -39,7 +39,10 @@ impl Protection {
         // is hashed once, before the first attempt, and each value is held for the call.
         let key_hash = Ident::new("__rk_key", Span::mixed_site());
         if let Some(key) = args.expr("key") {
-            setup.extend(quote!(let #key_hash = #krate::__private::key_hash(&(#key));));
+            // At the key, so that a key that cannot be hashed is reported there.
+            setup.extend(quote_spanned!(key.span()=>
+                let #key_hash = #krate::__private::key_hash(&(#key));
+            ));
         }
         // With both, either may be shared by every key (a per-host breaker beside one global
         // budget), as long as one is chosen by key: checked at the `key` key.
@@ -62,7 +65,14 @@ impl Protection {
                 continue;
             };
             let method = Ident::new(name, Span::call_site());
-            let of = Ident::new(of, Span::call_site());
+            // Through the public trait's method, so that a value of the wrong type is reported
+            // as that trait, with no glue of the crate's in the error.
+            let (as_trait, as_method) = match of {
+                "breaker_of" => ("AsBreaker", "as_breaker"),
+                _ => ("AsBudget", "as_budget"),
+            };
+            let as_trait = Ident::new(as_trait, Span::call_site());
+            let as_method = Ident::new(as_method, Span::call_site());
             // Spanned at the path, so a value of the wrong type is reported there (for a
             // `PerKey`, once: the value's type is named, so later uses do not ask again).
             let value = if args.get("key").is_some() {
@@ -83,9 +93,9 @@ impl Protection {
                         (&#krate::__private::KeyText(&(#key))).text()
                     });
                 ));
-                quote_spanned!(path.span()=> #krate::__private::#of(&*#held))
+                quote_spanned!(path.span()=> #krate::#as_trait::#as_method(&*#held))
             } else {
-                quote_spanned!(path.span()=> #krate::__private::#of(&#path))
+                quote_spanned!(path.span()=> #krate::#as_trait::#as_method(&#path))
             };
             equip.extend(quote!(.#method(#value)));
         }

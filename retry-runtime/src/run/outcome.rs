@@ -6,6 +6,8 @@
     label = "expected `Result<T, E>` (or an alias such as `io::Result<T>`)"
 )]
 pub trait Outcome {
+    /// The success type.
+    type Value;
     /// The error type.
     type Error;
     /// The error, if this outcome is a failure.
@@ -16,6 +18,7 @@ pub trait Outcome {
 }
 
 impl<T, E> Outcome for Result<T, E> {
+    type Value = T;
     type Error = E;
     #[inline]
     fn error(&self) -> Option<&E> {
@@ -30,3 +33,9 @@ impl<T, E> Outcome for Result<T, E> {
 /// A conversion of one of the crate's errors ([`CircuitOpen`](crate::CircuitOpen),
 /// [`TimedOut`](crate::TimedOut)) into the caller's error type, such as `E::from`.
 pub type Conversion<X, E> = fn(X) -> E;
+
+/// The error type of the outcome `R`: what `on_failure` records carry and `classify` receives.
+pub type ErrorOf<R> = <R as Outcome>::Error;
+
+/// What a `retry_if` function's records carry: a flagged value of the outcome `R`, or its error.
+pub type RejectedOf<R> = super::retry_if::Rejected<<R as Outcome>::Value, <R as Outcome>::Error>;

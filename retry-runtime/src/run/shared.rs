@@ -286,13 +286,15 @@ impl<'p, E> CircuitSlot<'p, E> for (&'p CircuitBreaker, Conversion<CircuitOpen, 
 /// one.
 #[diagnostic::on_unimplemented(
     message = "`circuit = ...` takes a path to a `static CircuitBreaker`, not `{Self}`",
-    label = "expected a `CircuitBreaker`"
+    label = "expected a `CircuitBreaker`",
+    note = "if it is a `static PerKey<CircuitBreaker>`, add `key = ...` (a host, a tenant) to choose a breaker per key"
 )]
 pub trait AsBreaker {
     /// The breaker.
     fn as_breaker(&self) -> &CircuitBreaker;
 }
 
+#[diagnostic::do_not_recommend]
 impl AsBreaker for CircuitBreaker {
     #[inline]
     fn as_breaker(&self) -> &CircuitBreaker {
@@ -300,6 +302,7 @@ impl AsBreaker for CircuitBreaker {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: AsBreaker + ?Sized> AsBreaker for &B {
     #[inline]
     fn as_breaker(&self) -> &CircuitBreaker {
@@ -307,6 +310,7 @@ impl<B: AsBreaker + ?Sized> AsBreaker for &B {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: AsBreaker + ?Sized> AsBreaker for Arc<B> {
     #[inline]
     fn as_breaker(&self) -> &CircuitBreaker {
@@ -324,13 +328,15 @@ pub fn breaker_of<B: AsBreaker + ?Sized>(breaker: &B) -> &CircuitBreaker {
 /// one.
 #[diagnostic::on_unimplemented(
     message = "`budget = ...` takes a path to a `static RetryBudget`, not `{Self}`",
-    label = "expected a `RetryBudget`"
+    label = "expected a `RetryBudget`",
+    note = "if it is a `static PerKey<RetryBudget>`, add `key = ...` (a host, a tenant) to choose a budget per key"
 )]
 pub trait AsBudget {
     /// The budget.
     fn as_budget(&self) -> &RetryBudget;
 }
 
+#[diagnostic::do_not_recommend]
 impl AsBudget for RetryBudget {
     #[inline]
     fn as_budget(&self) -> &RetryBudget {
@@ -338,6 +344,7 @@ impl AsBudget for RetryBudget {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: AsBudget + ?Sized> AsBudget for &B {
     #[inline]
     fn as_budget(&self) -> &RetryBudget {
@@ -345,6 +352,7 @@ impl<B: AsBudget + ?Sized> AsBudget for &B {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: AsBudget + ?Sized> AsBudget for Arc<B> {
     #[inline]
     fn as_budget(&self) -> &RetryBudget {
