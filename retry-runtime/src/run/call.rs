@@ -124,14 +124,15 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
             (None, inherited.deadline)
         };
         let single = single_attempt(policy, inherited);
+        let key = if inherited.inside_attempt {
+            CallCtx::nested_key(P::OPERATION)
+        } else {
+            [0, 0]
+        };
         Call {
             policy: source,
             lifetime: PhantomData,
-            ctx: if inherited.inside_attempt {
-                CallCtx::nested(deadline, P::OPERATION)
-            } else {
-                CallCtx::new(deadline)
-            },
+            ctx: CallCtx::with_key(deadline, key),
             start,
             previous: 0,
             // At least 1: `RetryPolicy::attempts` clamps, and the field is the crate's.
