@@ -8,6 +8,9 @@ pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::AdaptivePolicy;
 pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
+#[cfg(feature = "faults")]
+#[cfg_attr(docsrs, doc(cfg(feature = "faults")))]
+pub use retry_runtime::faults;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry_runtime::http;

@@ -40,6 +40,8 @@ pub mod class;
 pub mod clock;
 pub mod context;
 pub mod error;
+#[cfg(feature = "faults")]
+pub mod faults;
 pub mod fresh;
 pub mod io;
 #[cfg(feature = "metrics")]
