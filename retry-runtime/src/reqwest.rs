@@ -74,7 +74,9 @@ impl Classify for ::reqwest::Error {
     fn class(&self) -> ErrorClass {
         if self.is_builder() {
             ErrorClass::Permanent
-        } else if self.is_connect() {
+        } else if self.is_connect() || refused_in_chain(self) {
+            // A refused connection sent nothing, whatever stage reqwest reports it at (a
+            // middleware's own error, such as an injected fault, reaches here as a body error).
             ErrorClass::Transient
         } else if self.is_timeout() {
             ErrorClass::IdempotentOnly
@@ -88,6 +90,21 @@ impl Classify for ::reqwest::Error {
             ErrorClass::Permanent
         }
     }
+}
+
+/// Whether an I/O error of kind `ConnectionRefused` is in the error's chain of causes.
+fn refused_in_chain(error: &::reqwest::Error) -> bool {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// Whether an I/O error that the io table would retry (a reset, an abort, a broken pipe) is in

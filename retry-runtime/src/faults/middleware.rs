@@ -21,10 +21,9 @@ use std::task::{Context, Poll};
 ///   [`Injected`] error. reqwest's errors cannot be built outside reqwest, so it is the error
 ///   of reading a body that fails with the `Injected`: for a timeout or a lost answer,
 ///   `is_timeout()` is true (the `Injected`'s source is an `io::Error` of kind `TimedOut`), so
-///   `RetryMiddleware` classifies it idempotent-only, as a real timeout. For a reset,
-///   `is_connect()` cannot be made true, and the error classifies as a reset after sending:
-///   **idempotent-only**, not transient as under `FaultLayer` — an injected reset is retried
-///   here only for idempotent requests.
+///   `RetryMiddleware` classifies it idempotent-only, as a real timeout. For a reset, the
+///   source is an `io::Error` of kind `ConnectionRefused`, which `Classify for reqwest::Error`
+///   finds in the chain: transient, as under `FaultLayer` (nothing was sent).
 /// - `Lost` sends the request on through the rest of the chain, awaits the answer, drops it.
 /// - `Delay` waits on the crate's clock (virtual under a paused tokio clock), then sends on.
 ///
