@@ -11,6 +11,7 @@ pub use retry_runtime::adaptive;
 #[cfg(feature = "faults")]
 #[cfg_attr(docsrs, doc(cfg(feature = "faults")))]
 pub use retry_runtime::faults;
+pub use retry_runtime::fresh::FreshPerAttempt;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry_runtime::http;

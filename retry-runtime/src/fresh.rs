@@ -15,10 +15,19 @@
     label = "this `mut` argument is changed by the body, so every attempt needs its own copy",
     note = "drop `mut` here and make the copy visible in the body: `let mut {Name} = {Name}.clone();`, or take `&mut {Self}` to carry changes across attempts on purpose"
 )]
-pub trait FreshPerAttempt<Name>: Copy {}
+pub trait FreshPerAttempt<Name>: Sized {
+    /// A copy for one attempt (what the generated code calls, so that a type which is not
+    /// `Copy` is reported as this trait, at the argument).
+    fn fresh_copy(&self) -> Self;
+}
 
 #[diagnostic::do_not_recommend]
-impl<Name, T: Copy> FreshPerAttempt<Name> for T {}
+impl<Name, T: Copy> FreshPerAttempt<Name> for T {
+    #[inline(always)]
+    fn fresh_copy(&self) -> Self {
+        *self
+    }
+}
 
 /// A fresh copy of a `mut` argument for one attempt.
 ///
@@ -44,5 +53,5 @@ impl<Name, T: Copy> FreshPerAttempt<Name> for T {}
 /// ```
 #[inline(always)]
 pub fn fresh<Name, T: FreshPerAttempt<Name>>(value: &T) -> T {
-    *value
+    value.fresh_copy()
 }

@@ -98,7 +98,7 @@ pub(crate) fn prelude(bindings: &[Binding], krate: &Path) -> TokenStream {
         out.extend(quote_spanned!(ident.span()=>
             #[allow(non_camel_case_types, dead_code)]
             struct #name {}
-            let #mutability #ident = #krate::__private::fresh::<#name, _>(&#ident);
+            let #mutability #ident = #krate::FreshPerAttempt::<#name>::fresh_copy(&#ident);
         ));
     }
     out
