@@ -13,7 +13,10 @@
 //! calls in the enclosing attempt. When the outer call retries, the inner calls send the same
 //! keys again, so a receiver that deduplicates by key carries out each inner operation once
 //! (the outer `checkout` retried after its inner `charge` succeeded and the answer was lost
-//! charges once); and two different operations in one attempt never share a key.
+//! charges once); and two different operations in one attempt never share a key. The key is
+//! derived when the inner call (or a call nested in it) first needs it, so its ordinal counts
+//! the calls of its operation that used a key, in the order they first did; a call that nests
+//! nothing and asks for no key costs nothing for any of this.
 //!
 //! The rule holds when the attempt's body makes the same retryable calls, in the same order, on
 //! every attempt (the condition Temporal puts on workflow code). A call of another operation
@@ -44,6 +47,12 @@ pub(crate) struct CallCtx {
     /// and a drop that is one comparison when nothing nested (an `Option<Box<..>>` field's drop
     /// glue cost the async success path 20 instructions, by callgrind).
     nested: Cell<usize>,
+    /// The context that was current when this one was last entered (0: none), so that its key
+    /// can be derived when a body first asks for it, off the success path. Read only while this
+    /// context is current, when the one it names is alive (its `Entered` is further out).
+    parent: Cell<usize>,
+    /// What this call does (see the module docs), for its derived key.
+    operation: u64,
 }
 
 impl Drop for CallCtx {
@@ -117,31 +126,17 @@ pub(crate) fn inherited() -> Inherited {
 }
 
 impl CallCtx {
-    /// The key of a call of `operation` that starts inside the current attempt (see the module
-    /// docs), derived from the enclosing call's; `[0, 0]` outside any attempt. Returned as a value, not set through `&self`: a context whose address went to a function
-    /// had to live in memory, which cost every call ~19 instructions (callgrind).
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn nested_key(operation: u64) -> [u64; 2] {
-        CURRENT.with(|c| {
-            let ptr = c.get();
-            if ptr.is_null() {
-                return [0, 0];
-            }
-            // SAFETY: see `inherited`.
-            let parent = unsafe { &*ptr };
-            halves(parent.key().derive(operation, parent.ordinal(operation)).0)
-        })
-    }
-
-    /// A context whose key is `key` (`[0, 0]`: drawn when a body asks).
+    /// A new context: `operation` names what the call does, for the key it derives when it
+    /// runs inside another call's attempt (see the module docs).
     #[inline(always)]
-    pub(crate) const fn with_key(deadline: Option<Instant>, key: [u64; 2]) -> Self {
+    pub(crate) const fn new(deadline: Option<Instant>, operation: u64) -> Self {
         CallCtx {
             attempt: Cell::new(0),
-            key: Cell::new(key),
+            key: Cell::new([0, 0]),
             deadline,
             nested: Cell::new(0),
+            parent: Cell::new(0),
+            operation,
         }
     }
 
@@ -195,21 +190,48 @@ impl CallCtx {
     /// once, so the key is drawn now if no attempt has asked for it yet: each attempt must see
     /// the same one.
     pub(crate) fn for_hedge(&self) -> CallCtx {
-        let key = self.key().0;
+        // Not entered itself: the enclosing call, if any, is the current one.
+        let key = self.key_in(CURRENT.with(Cell::get)).0;
         CallCtx {
             attempt: Cell::new(self.attempt()),
             key: Cell::new(halves(key)),
             deadline: self.deadline,
             nested: Cell::new(0),
+            parent: Cell::new(0),
+            operation: self.operation,
         }
     }
 
+    /// The key, for a context that is the current one (what `current_attempt` reads).
     fn key(&self) -> IdempotencyKey {
+        self.key_in(self.parent.get() as *const CallCtx)
+    }
+
+    /// The key, drawn or derived the first time it is asked for: derived from `enclosing`'s if
+    /// this call runs inside another's attempt (`enclosing` is that call's context, alive while
+    /// this is asked), else drawn.
+    fn key_in(&self, enclosing: *const CallCtx) -> IdempotencyKey {
         let [lo, hi] = self.key.get();
         if lo != 0 || hi != 0 {
             return IdempotencyKey(u128::from(hi) << 64 | u128::from(lo));
         }
-        let key = IdempotencyKey::draw();
+        self.first_key(enclosing)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_key(&self, enclosing: *const CallCtx) -> IdempotencyKey {
+        let key = if enclosing.is_null() {
+            IdempotencyKey::draw()
+        } else {
+            // SAFETY: the callers pass the current context, or the one that was current when
+            // a context further up the chain of entered ones was entered: alive either way
+            // (see `inherited`).
+            let parent = unsafe { &*enclosing };
+            parent
+                .key_in(parent.parent.get() as *const CallCtx)
+                .derive(self.operation, parent.ordinal(self.operation))
+        };
         self.key.set(halves(key.0));
         key
     }
@@ -218,6 +240,7 @@ impl CallCtx {
     #[inline]
     pub(crate) fn enter(&mut self) -> Entered<'_> {
         let previous = CURRENT.with(|c| c.replace(self as *const CallCtx));
+        self.parent.set(previous as usize);
         Entered {
             previous,
             _ctx: std::marker::PhantomData,

@@ -124,15 +124,10 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
             (None, inherited.deadline)
         };
         let single = single_attempt(policy, inherited);
-        let key = if inherited.inside_attempt {
-            CallCtx::nested_key(P::OPERATION)
-        } else {
-            [0, 0]
-        };
         Call {
             policy: source,
             lifetime: PhantomData,
-            ctx: CallCtx::with_key(deadline, key),
+            ctx: CallCtx::new(deadline, P::OPERATION),
             start,
             previous: 0,
             // At least 1: `RetryPolicy::attempts` clamps, and the field is the crate's.
