@@ -58,8 +58,8 @@ pub mod __private {
     };
     pub use retry_runtime::run::{
         AsPolicy, ByTrait, Call, CallPolicy, Described, ErrorOf, IfRejected, NoHook, RejectedOf,
-        WithRetryAfter, accept_rejected, breaker_of, budget_of, circuit_open, class_of, policy_of,
-        reject_if, resolve_already_done, timed, timed_out,
+        WithRetryAfter, accept_rejected, circuit_open, class_of, policy_of, reject_if,
+        resolve_already_done, timed, timed_out,
     };
     pub use retry_runtime::{retry_async, retry_hedged, retry_sync};
 }

@@ -51,7 +51,7 @@ pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use shared::{
     AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip, HoldsCircuitOpen,
     IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, WithAdaptive, WithBudget, WithCircuit,
-    breaker_of, budget_of, circuit_open,
+    circuit_open,
 };
 pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{

@@ -56,21 +56,17 @@ impl Protection {
             _ => false,
         };
         // The breaker, then the budget: the shared one, or the key's held for the call.
+        // Each through its public trait's method, so that a value of the wrong type is reported
+        // as that trait, with no glue of the crate's in the error.
         let shared = [
-            ("circuit", "CircuitBreaker", "breaker_of"),
-            ("budget", "RetryBudget", "budget_of"),
+            ("circuit", "CircuitBreaker", "AsBreaker", "as_breaker"),
+            ("budget", "RetryBudget", "AsBudget", "as_budget"),
         ];
-        for (name, held_type, of) in shared {
+        for (name, held_type, as_trait, as_method) in shared {
             let Some(path) = args.path(name) else {
                 continue;
             };
             let method = Ident::new(name, Span::call_site());
-            // Through the public trait's method, so that a value of the wrong type is reported
-            // as that trait, with no glue of the crate's in the error.
-            let (as_trait, as_method) = match of {
-                "breaker_of" => ("AsBreaker", "as_breaker"),
-                _ => ("AsBudget", "as_budget"),
-            };
             let as_trait = Ident::new(as_trait, Span::call_site());
             let as_method = Ident::new(as_method, Span::call_site());
             // Spanned at the path, so a value of the wrong type is reported there (for a

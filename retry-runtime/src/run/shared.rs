@@ -318,12 +318,6 @@ impl<B: AsBreaker + ?Sized> AsBreaker for Arc<B> {
     }
 }
 
-/// The breaker behind `circuit = PATH`.
-#[inline]
-pub fn breaker_of<B: AsBreaker + ?Sized>(breaker: &B) -> &CircuitBreaker {
-    breaker.as_breaker()
-}
-
 /// What `#[retryable(budget = ...)]` accepts: a [`RetryBudget`], or a reference or `Arc` of
 /// one.
 #[diagnostic::on_unimplemented(
@@ -358,12 +352,6 @@ impl<B: AsBudget + ?Sized> AsBudget for Arc<B> {
     fn as_budget(&self) -> &RetryBudget {
         (**self).as_budget()
     }
-}
-
-/// The budget behind `budget = PATH`.
-#[inline]
-pub fn budget_of<B: AsBudget + ?Sized>(budget: &B) -> &RetryBudget {
-    budget.as_budget()
 }
 
 /// An error type that can hold a [`CircuitOpen`]: what `#[retryable(circuit = ...)]` requires.
