@@ -57,9 +57,9 @@ pub mod __private {
         KeyText, KeyViaDisplay, KeyViaNothing, key_hash, keyed, one_by_key, pick,
     };
     pub use retry_runtime::run::{
-        AsPolicy, ByTrait, Call, CallPolicy, Described, ErrorOf, IfRejected, NoHook, RejectedOf,
-        WithRetryAfter, accept_rejected, circuit_open, class_of, policy_of, reject_if,
-        resolve_already_done, timed, timed_out,
+        AsPolicy, ByTrait, Call, CallPolicy, Described, ErrorOf, IfRejected, NoHook, NoTimeout,
+        RejectedOf, WithRetryAfter, accept_rejected, circuit_open, class_of, policy_of, reject_if,
+        resolve_already_done, timed_out,
     };
     pub use retry_runtime::{retry_async, retry_hedged, retry_sync};
 }

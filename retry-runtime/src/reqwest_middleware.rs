@@ -72,7 +72,7 @@ use crate::per_request::{Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
 use crate::run::classifier::Classifier;
 use crate::run::hook::{Hook, NoHook};
-use crate::run::retry::{begin, timed_attempt};
+use crate::run::retry::begin;
 use crate::run::shared::Shared;
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use ::http::Extensions;
@@ -259,7 +259,7 @@ where
             .with_policy(&policy)
             .with_protection(protection)
             .classify(MiddlewareClassifier { repeatable });
-        let timeout = retry.timeout.slot();
+        let timeout = &retry.timeout.slot();
         let sleep = clock::tokio_sleep;
         // An async block, so that a breaker's refusal of the first attempt (`begin!` returns
         // it) ends the loop, not `handle`.
@@ -273,12 +273,15 @@ where
         let outcome: Result<Response, Attempted> = async {
             begin!(retry, Result<Response, Attempted> => call, classifier, hook);
             crate::retry_async!(call.after(&classifier, &mut hook) <-
-                timed_attempt!(call, timeout, sleep, attempt(
+                {
+                    let out = call.attempt_timed(timeout, attempt(
                     shared.as_ref(),
                     &mut once,
                     &mut *extensions,
                     next.clone(),
-                )),
+                ), sleep).await;
+                    call.settle::<Result<Response, Attempted>, _>(timeout, out)
+                },
                 sleep: sleep)
         }
         .await;

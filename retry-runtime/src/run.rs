@@ -37,11 +37,11 @@ pub mod stop;
 pub mod timeout;
 
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
-pub use call::{Call, InAttempt};
+pub use call::{Call, Ended, InAttempt, Then};
 pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
-pub use hedge::{Ended, Event, Hedge, HedgeNotIdempotent, Hedging, Then};
+pub use hedge::{Event, Hedge, HedgeNotIdempotent, Hedging};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
 pub use policy_call::{AsPolicy, CallPolicy, policy_of};
@@ -55,5 +55,5 @@ pub use shared::{
 };
 pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{
-    AttemptTimeout, HoldsTimedOut, NoTimeout, Timed, TimeoutSlot, Untimed, timed, timed_out,
+    AttemptTimeout, HoldsTimedOut, MaybeTimer, NoTimeout, Timed, TimeoutSlot, Untimed, timed_out,
 };

@@ -112,7 +112,7 @@ use crate::run::Retry;
 use crate::run::classifier::{ByTrait, Classifier};
 use crate::run::hook::{Hook, NoHook};
 use crate::run::protection::Unprotected;
-use crate::run::retry::{begin, timed_attempt};
+use crate::run::retry::begin;
 use crate::run::shared::{CallState, Equip, IntoShared, WithBudget, WithCircuit};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
@@ -260,12 +260,15 @@ where
         let RetryLayer { policy, retry } = self.layer.clone();
         Box::pin(async move {
             let retry = retry.with_policy(&policy);
-            let timeout = retry.timeout.slot();
+            let timeout = &retry.timeout.slot();
             let sleep = clock::tokio_sleep;
             begin!(retry, Result<Svc::Response, Svc::Error> => call, classifier, hook);
             let mut ready = true;
             crate::retry_async!(call.after(&classifier, &mut hook) <-
-                timed_attempt!(call, timeout, sleep, attempt(&mut inner, req.clone(), &mut ready)),
+                {
+                    let out = call.attempt_timed(timeout, attempt(&mut inner, req.clone(), &mut ready), sleep).await;
+                    call.settle::<Result<Svc::Response, Svc::Error>, _>(timeout, out)
+                },
                 sleep: sleep)
         })
     }

@@ -188,17 +188,15 @@ fn expand(
             })
         } else if is_async {
             let attempt = match &protection.timeout {
-                Some((limit, timed_out)) => {
-                    let result = Ident::new("__rk_timed", Span::mixed_site());
-                    let left = Ident::new("__rk_limit", Span::mixed_site());
+                Some(timeout) => {
+                    let out = Ident::new("__rk_out", Span::mixed_site());
                     // The limit is the smaller of the timeout and the time left before the
                     // deadline: no attempt runs past it.
                     quote!({
-                        let #left = #call.attempt_limit(#limit);
-                        let #result = #call
-                            .attempt_async(#krate::__private::timed::<#ret, _, _>(#async_block #block, #sleep(#left), #left))
+                        let #out = #call
+                            .attempt_timed::<#ret, _, _, _, _>(&#timeout, #async_block #block, #sleep)
                             .await;
-                        #call.settle_timed(#result, |t| ::core::result::Result::Err(#timed_out(t)))
+                        #call.settle::<#ret, _>(&#timeout, #out)
                     })
                 }
                 None => quote!(#call.attempt_async::<#ret, _>(#async_block #block).await),
@@ -275,14 +273,15 @@ struct HedgeParts<'a> {
     /// The async block of one attempt.
     attempt: TokenStream,
     sleep: &'a TokenStream,
-    timeout: Option<&'a (TokenStream, Ident)>,
+    /// The name of the attempt timeout, with `attempt_timeout`.
+    timeout: Option<&'a Ident>,
     retry_if: Option<&'a Path>,
     delay: TokenStream,
 }
 
 /// The hedged loop (`hedge = ...`): the attempt future is made afresh for every attempt that
-/// starts, and `settle` turns what it produces into the outcome the engine judges (a timeout
-/// converted, an `Ok` passed through `retry_if`).
+/// starts, timed by the same timeout as a sequential attempt, and an `Ok` passed through
+/// `retry_if`.
 fn hedged(parts: HedgeParts<'_>) -> TokenStream {
     let HedgeParts {
         krate,
@@ -298,32 +297,17 @@ fn hedged(parts: HedgeParts<'_>) -> TokenStream {
         delay,
     } = parts;
     let out = Ident::new("__rk_out", Span::mixed_site());
-    let (attempt, settle) = match timeout {
-        Some((limit, timed_out)) => (
-            {
-                let left = Ident::new("__rk_limit", Span::mixed_site());
-                quote!({
-                    let #left = #call.attempt_limit(#limit);
-                    #krate::__private::timed::<#ret, _, _>(#attempt, #sleep(#left), #left)
-                })
-            },
-            quote!(|#out: ::core::result::Result<#ret, #krate::TimedOut>| match #out {
-                ::core::result::Result::Ok(#out) => (#out, false),
-                ::core::result::Result::Err(t) => (::core::result::Result::Err(#timed_out(t)), true),
-            }),
-        ),
-        None => (attempt, quote!(|#out: #ret| (#out, false))),
+    let timeout = match timeout {
+        Some(timeout) => quote!(&#timeout),
+        None => quote!(&#krate::__private::NoTimeout),
     };
-    let settle = match retry_if {
-        Some(flag) => quote!(|#out| {
-            let (#out, timed_out) = (#settle)(#out);
-            (#krate::__private::reject_if(#out, #flag), timed_out)
-        }),
-        None => settle,
+    let then = match retry_if {
+        Some(flag) => quote!(|#out| #krate::__private::reject_if(#out, #flag)),
+        None => quote!(|#out| #out),
     };
     quote!(#krate::__private::retry_hedged!(
         #call.#after(&#classifier, &mut #hook) <- #attempt,
-        settle: #settle, sleep: #sleep, hedge: #delay
+        outcome: #ret, timeout: #timeout, then: #then, sleep: #sleep, hedge: #delay
     ))
 }
 

@@ -19,10 +19,11 @@ pub(super) struct Protection {
     pub(super) equip: TokenStream,
     /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
     pub(super) admit: TokenStream,
-    /// Before the loop: the conversion of a timeout into the error type.
+    /// Before the loop: the attempt timeout, a limit and the conversion of a timeout into the
+    /// error type.
     pub(super) timed_setup: TokenStream,
-    /// The limit expression and the name of the conversion, with `attempt_timeout`.
-    pub(super) timeout: Option<(TokenStream, Ident)>,
+    /// The name of the attempt timeout, with `attempt_timeout`.
+    pub(super) timeout: Option<Ident>,
 }
 
 impl Protection {
@@ -113,13 +114,14 @@ impl Protection {
         let limit = args.duration("attempt_timeout");
         let (timed_setup, timeout) = match (args.get("attempt_timeout"), limit) {
             (Some(s), Some(limit)) => {
-                let timed_out = Ident::new("__rk_timed_out", Span::mixed_site());
+                let timeout = Ident::new("__rk_timeout", Span::mixed_site());
                 // A missing `From<TimedOut>` is reported at the `attempt_timeout` key.
                 let at_key = respan(quote!(#ret), s.key.span());
                 let conversion =
                     quote_spanned!(s.key.span()=> #krate::__private::timed_out::<#at_key>());
-                let setup = quote!(let #timed_out = #conversion;);
-                (setup, Some((duration(limit), timed_out)))
+                let limit = duration(limit);
+                let setup = quote!(let #timeout = (#limit, #conversion););
+                (setup, Some(timeout))
             }
             _ => (TokenStream::new(), None),
         };

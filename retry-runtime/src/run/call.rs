@@ -7,26 +7,28 @@
 //! reads no clock, draws no random number and allocates nothing unless a deadline or a hook
 //! asks for time.
 
+mod decide;
 mod hedged;
 mod in_attempt;
 mod schedule;
 
+pub use hedged::{Ended, Then};
 pub use in_attempt::InAttempt;
+
+use decide::Failed;
 
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
 use super::policy_call::CallPolicy;
 use super::protection::{PanicGuard, Protected, Protection, Unprotected};
-use super::stop::{Failure, Next, StopReason};
 use super::timeout::TimeoutSlot;
 use crate::adaptive::{Adapt, Tuning};
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
-use crate::class::ErrorClass;
 use crate::clock;
 use crate::context::{self, CallCtx, Entered};
-use crate::error::{CircuitOpen, TimedOut};
+use crate::error::CircuitOpen;
 use crate::policy::{Nested, RetryPolicy};
 use std::future::Future;
 use std::marker::PhantomData;
@@ -82,11 +84,11 @@ pub struct Call<'p, S = Unprotected, P = &'p RetryPolicy> {
     previous: u64,
     /// The most attempts this call makes, with one special value: 0 is a call nested inside
     /// another's attempt under `nested = "once"` whose policy would have retried: it makes one
-    /// attempt, then stops with [`StopReason::DeferredToOuter`] (see [`once_limit`]). Not a
+    /// attempt, then stops with [`StopReason::DeferredToOuter`](super::StopReason::DeferredToOuter) (see [`once_limit`]). Not a
     /// flag beside the limit: deciding it from the policy at the start cost the fn form,
     /// whose policy is not a constant, 3 instructions a call.
     max_attempts: u32,
-    /// The running attempt was cut off by `attempt_timeout` (see `settle_timed`): its class is
+    /// The running attempt was cut off by `attempt_timeout` (see [`Call::settle`]): its class is
     /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no
     /// [`Protected`] state.
     timed_out: bool,
@@ -295,61 +297,58 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             .map(|deadline| deadline.saturating_duration_since(clock::now()))
     }
 
-    /// The limit of the next attempt under `attempt_timeout = limit`: the smaller of `limit`
-    /// and the time left before the deadline, so that no attempt runs past it.
+    /// Wrap one attempt of an async body in `timeout` (see [`TimeoutSlot`]), visible to
+    /// `current_attempt()` on every poll: with a limit, the attempt is cancelled after the
+    /// smaller of the limit and the time left before the deadline, with a timer from `sleep`.
+    /// Hand what it produces to [`settle`](Self::settle).
     #[inline]
-    pub fn attempt_limit(&self, limit: Duration) -> Duration {
-        match self.time_left() {
-            Some(left) => limit.min(left),
-            None => limit,
-        }
-    }
-
-    /// Turn the result of a [`timed`](super::timeout::timed) attempt into the attempt's
-    /// outcome, converting a timeout with `on_timeout` and remembering that it timed out (its
-    /// class is idempotent-only).
-    #[inline]
-    pub fn settle_timed<R>(
-        &mut self,
-        result: Result<R, TimedOut>,
-        on_timeout: impl FnOnce(TimedOut) -> R,
-    ) -> R {
-        match result {
-            Ok(outcome) => outcome,
-            Err(timed_out) => {
-                self.timed_out = true;
-                on_timeout(timed_out)
-            }
-        }
-    }
-
-    /// The outcome of an attempt that a builder's `timeout` wrapped
-    /// ([`TimeoutSlot::wrap`]), remembering a timeout (its
-    /// class is idempotent-only).
-    #[inline]
-    pub fn settle_slot<R, T, Fut, SlFut>(
+    pub fn attempt_timed<R, T, F, Sl, SlFut>(
         &mut self,
         timeout: &T,
-        out: <T::Attempt<Fut, SlFut> as Future>::Output,
-    ) -> R
+        body: F,
+        sleep: Sl,
+    ) -> InAttempt<'_, 'p, T::Attempt<F, SlFut>, S, P>
     where
         R: Outcome,
         T: TimeoutSlot<R::Error>,
-        Fut: Future<Output = R>,
+        F: Future<Output = R>,
+        Sl: FnOnce(Duration) -> SlFut,
         SlFut: Future<Output = ()>,
     {
-        timeout.settle::<R, SlFut, Fut>(out, &mut self.timed_out)
+        let attempt = self.timed(timeout, body, sleep);
+        self.attempt_async(attempt)
+    }
+
+    /// An attempt's body wrapped in `timeout`, not yet begun: what
+    /// [`attempt_timed`](Self::attempt_timed) runs, and a hedged call starts beside others.
+    #[inline]
+    pub fn timed<R, T, F, Sl, SlFut>(&self, timeout: &T, body: F, sleep: Sl) -> T::Attempt<F, SlFut>
+    where
+        R: Outcome,
+        T: TimeoutSlot<R::Error>,
+        F: Future<Output = R>,
+        Sl: FnOnce(Duration) -> SlFut,
+        SlFut: Future<Output = ()>,
+    {
+        timeout.wrap(body, sleep, || self.time_left())
+    }
+
+    /// The outcome of an attempt [`attempt_timed`](Self::attempt_timed) ran: a timeout
+    /// converted into the error type, and remembered (its class is idempotent-only).
+    #[inline]
+    pub fn settle<R, T>(&mut self, timeout: &T, out: T::Settled<R>) -> R
+    where
+        R: Outcome,
+        T: TimeoutSlot<R::Error>,
+    {
+        timeout.settle(out, &mut self.timed_out)
     }
 
     /// Decide what follows an attempt's outcome, calling the hook once if it failed: `None`,
     /// return the outcome (it succeeded, or the loop stops); `Some(delay)`, sleep this long and
     /// make the next attempt.
-    // Always inlined, with `failed`: a failure is the path a retry loop exists for, and out of
-    // line (`failed` was `#[cold]`) it paid a call, a prologue and its arguments' spills on
-    // every failed attempt. By callgrind (benches/instructions.sh), macro form:
-    // sync_retry3 152 -> 138, sync_retry3_breaker 700 -> 578, sync_success_breaker 165 -> 129,
-    // async_retry3 1085 -> 1068; no success row rose. The rare work (a non-zero delay, the
-    // hook's clock) stays out of line in `schedule_slow` and the hook.
+    // Always inlined, with `decide`: out of line, a failure paid a call, a prologue and its
+    // arguments' spills on every failed attempt.
     #[inline(always)]
     pub fn after<R, C, H>(&mut self, outcome: &R, classifier: &C, hook: &mut H) -> Option<Duration>
     where
@@ -367,87 +366,15 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                 }
                 None
             }
-            Some(error) => self.failed(error, classifier, hook),
-        }
-    }
-
-    #[inline]
-    fn failed<E, C, H>(&mut self, error: &E, classifier: &C, hook: &mut H) -> Option<Duration>
-    where
-        C: Classifier<E>,
-        H: Hook<E>,
-    {
-        let timed_out = std::mem::take(&mut self.timed_out);
-        let class = if timed_out {
-            ErrorClass::IdempotentOnly
-        } else {
-            classifier.class(error)
-        };
-        let answered = C::ANSWERS && !timed_out && classifier.answered(error);
-        if answered {
-            self.protection.answered();
-        } else {
-            self.protection.failed(class);
-        }
-        let verdict = match self.stop_for_class(class) {
-            Some(reason) => Err(reason),
-            None if C::LIMITS_REPEATS && !classifier.repeatable(error) => {
-                Err(StopReason::NotRepeatable)
+            Some(error) => {
+                let failed = Failed {
+                    number: self.attempt(),
+                    timed_out: std::mem::take(&mut self.timed_out),
+                    running: None,
+                };
+                self.decide(error, failed, classifier, hook).ok()
             }
-            None => {
-                let verdict = self.schedule(classifier.retry_after(error));
-                if answered {
-                    self.protection.admit_poll(verdict)
-                } else {
-                    self.protection.admit_retry(verdict)
-                }
-            }
-        };
-        if H::ACTIVE {
-            hook.on_failure(&Failure {
-                attempt: self.attempt(),
-                error,
-                class,
-                elapsed: self.elapsed(),
-                next: Next::of(verdict),
-                answered,
-            });
         }
-        verdict.ok()
-    }
-
-    /// A stop decided by the class and the attempt count alone.
-    #[inline]
-    fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
-        if let Some(reason) = self.class_stop(class) {
-            return Some(reason);
-        }
-        self.exhausted()
-    }
-
-    /// A stop decided by the class alone: the error says another attempt is pointless.
-    #[inline]
-    fn class_stop(&self, class: ErrorClass) -> Option<StopReason> {
-        match class {
-            ErrorClass::Permanent => Some(StopReason::Permanent),
-            ErrorClass::AlreadyDone => Some(StopReason::AlreadyDone),
-            ErrorClass::IdempotentOnly if !self.policy.policy().idempotent => {
-                Some(StopReason::NotIdempotent)
-            }
-            _ => None,
-        }
-    }
-
-    /// Every allowed attempt has started.
-    #[inline]
-    fn exhausted(&self) -> Option<StopReason> {
-        if self.attempt() < self.max_attempts {
-            return None;
-        }
-        if self.max_attempts == 0 {
-            return Some(StopReason::DeferredToOuter);
-        }
-        Some(StopReason::AttemptsExhausted)
     }
 
     /// Time since the call started, or zero if no clock was read at the start.

@@ -36,29 +36,16 @@ use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
 use super::policy_call::CallPolicy;
-use super::protection::Protection;
+use super::protection::{PanicGuard, PanicSink, Protection};
 use super::retry::{Retry, begin};
 use super::shared::Equip;
 use super::timeout::TimeoutSlot;
 
 use crate::context::CallCtx;
-use crate::error::TimedOut;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-
-/// What a hedged loop does after an attempt finished: what
-/// [`Call::after_hedged`] answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Then {
-    /// Return this attempt's outcome (a success, or a failure that stops the call).
-    Return,
-    /// Start the next attempt after this wait (zero: at once).
-    Start(Duration),
-    /// Start nothing; wait for the attempts still running.
-    Wait,
-}
 
 /// The attempts in flight of one hedged call, and the timer that starts the next one.
 pub struct Hedging<F, H> {
@@ -80,20 +67,6 @@ struct Slot<F, H> {
     ctx: CallCtx,
     hold: H,
     attempt: Pin<Box<F>>,
-}
-
-/// An attempt of a hedged call that finished, as the engine needs it to decide what follows
-/// ([`Call::after_hedged`]).
-#[derive(Debug)]
-pub struct Ended<H> {
-    /// The attempt's number.
-    pub number: u32,
-    /// Its share of the call's protection (its breaker permit), to record the outcome with.
-    pub hold: H,
-    /// Whether `attempt_timeout` cut it off (its class is then idempotent-only).
-    pub timed_out: bool,
-    /// How many attempts are still running.
-    pub running: u32,
 }
 
 /// What [`Hedging::next`] waits for: an attempt that finished, or the timer.
@@ -233,10 +206,11 @@ impl<F: Future, H> Hedging<F, H> {
         for i in 0..self.running.len() {
             let slot = &mut self.running[i];
             let _entered = slot.ctx.enter();
-            let guard = HoldGuard {
+            let mut own = OwnHold {
                 protection: &mut call.protection,
                 hold: &mut slot.hold,
             };
+            let guard = PanicGuard(&mut own);
             let polled = slot.attempt.as_mut().poll(cx);
             std::mem::forget(guard);
             if let Poll::Ready(out) = polled {
@@ -269,21 +243,20 @@ impl<F, H> std::fmt::Debug for Hedging<F, H> {
     }
 }
 
-/// Armed around one poll of a hedged attempt: if it unwinds, the attempt's own hold (its
-/// breaker permit) records the failure, with the budget and the adaptive window, as a
-/// sequential attempt's panic does.
-struct HoldGuard<'g, 'p, S: Protection<'p>> {
+/// A hedged attempt as its panic guard sees it: a panic is recorded against the attempt's own
+/// hold (its breaker permit), with the budget and the adaptive window, as a sequential
+/// attempt's is.
+struct OwnHold<'g, 'p, S: Protection<'p>> {
     protection: &'g mut S,
     hold: &'g mut S::Hold,
 }
 
-impl<'p, S: Protection<'p>> Drop for HoldGuard<'_, 'p, S> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let hold = std::mem::replace(self.hold, self.protection.take_hold());
-            self.protection.put_hold(hold);
-            self.protection.panicked();
-        }
+impl<'p, S: Protection<'p>> PanicSink for OwnHold<'_, 'p, S> {
+    const GUARDED: bool = S::GUARDED;
+    fn panicked(&mut self) {
+        let hold = std::mem::replace(self.hold, self.protection.take_hold());
+        self.protection.put_hold(hold);
+        self.protection.panicked();
     }
 }
 
@@ -375,23 +348,10 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
         T: TimeoutSlot<O::Error>,
     {
         let Hedge { retry, after } = self;
-        let timeout = retry.timeout.slot();
+        let timeout = &retry.timeout;
         begin!(retry, O => call, classifier, hook);
-        match timeout {
-            None => crate::retry_hedged!(call.after_hedged(&classifier, &mut hook) <- op(),
-                settle: |out| (out, false), sleep: &sleep, hedge: after),
-            Some((limit, timed_out)) => crate::retry_hedged!(
-                call.after_hedged(&classifier, &mut hook)
-                    <- {
-                        let limit = call.attempt_limit(limit);
-                        super::timeout::timed(op(), sleep(limit), limit)
-                    },
-                settle: |result: Result<O, TimedOut>| match result {
-                    Ok(out) => (out, false),
-                    Err(t) => (O::failure(timed_out(t)), true),
-                },
-                sleep: &sleep, hedge: after),
-        }
+        crate::retry_hedged!(call.after_hedged(&classifier, &mut hook) <- op(),
+            outcome: O, timeout: timeout, then: |out| out, sleep: &sleep, hedge: after)
     }
 
     /// Run the futures `op` makes, hedged, sleeping with tokio. See [`Retry::hedge`].
@@ -411,35 +371,40 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
 }
 
 /// The hedged retry loop: as [`retry_async!`](crate::retry_async), but a slow attempt gets
-/// company. `attempt` makes a new attempt future each time it is evaluated; `settle` turns its
-/// output into the outcome and whether it timed out; `hedge` is the delay after which a running
-/// attempt is hedged. See [`hedge`](crate::run::hedge).
+/// company. `attempt` makes a new attempt future each time it is evaluated, whose outcome is
+/// `outcome`; `timeout` (a [`TimeoutSlot`](crate::run::TimeoutSlot)) limits each attempt, and
+/// `then` maps a settled outcome (identity, or `retry_if`'s flag); `hedge` is the delay after
+/// which a running attempt is hedged. See [`hedge`](crate::run::hedge).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! retry_hedged {
     ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr,
-     settle: $settle:expr, sleep: $sleep:expr, hedge: $delay:expr) => {{
+     outcome: $outcome:ty, timeout: $timeout:expr, then: $then:expr, sleep: $sleep:expr,
+     hedge: $delay:expr) => {{
         let mut hedging = $crate::run::hedge::Hedging::new($delay);
         let mut timer = ::core::pin::pin!(::core::option::Option::None);
         let mut start = true;
         loop {
             if ::core::mem::take(&mut start) {
-                let attempt = $attempt;
+                let attempt = $call.timed::<$outcome, _, _, _, _>($timeout, $attempt, &$sleep);
                 let due = hedging.start(&mut $call, attempt);
                 timer.set(due.map(&$sleep));
             }
             match hedging.next(&mut $call, timer.as_mut()).await {
                 $crate::run::hedge::Event::Finished { number, out, hold } => {
-                    let (out, timed_out) = ($settle)(out);
-                    let ended = $crate::run::hedge::Ended {
+                    let mut timed_out = false;
+                    let out =
+                        $crate::run::TimeoutSlot::settle::<$outcome>($timeout, out, &mut timed_out);
+                    let out = ($then)(out);
+                    let ended = $crate::run::Ended {
                         number,
                         hold,
                         timed_out,
                         running: hedging.running(),
                     };
                     match $call.$after(&out, ended, $classifier, $hook) {
-                        $crate::run::hedge::Then::Return => break out,
-                        $crate::run::hedge::Then::Start(delay) => {
+                        $crate::run::Then::Return => break out,
+                        $crate::run::Then::Start(delay) => {
                             if delay.is_zero() || $crate::clock::virtual_sleep(delay) {
                                 start = true;
                             } else {
@@ -447,7 +412,7 @@ macro_rules! retry_hedged {
                                 timer.set(::core::option::Option::Some(($sleep)(delay)));
                             }
                         }
-                        $crate::run::hedge::Then::Wait => {
+                        $crate::run::Then::Wait => {
                             // No new attempt, hedge or retry: disarm the timer.
                             hedging.start_no_more();
                             timer.set(::core::option::Option::None);

@@ -51,29 +51,6 @@ macro_rules! begin {
 // Used by `Hedge` (run/hedge.rs) and the layers.
 pub(crate) use begin;
 
-/// One async attempt of `$call`: the future `$attempt`, cut off after the limit of `$timeout`
-/// (a `TimeoutSlot`'s slot) by a timer from `$sleep`, its timeout converted into the outcome.
-/// For the layers, whose attempt futures cannot be named (`call_async_with` uses
-/// [`TimeoutSlot::wrap`], which needs the name).
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-macro_rules! timed_attempt {
-    ($call:ident, $timeout:ident, $sleep:ident, $attempt:expr) => {
-        match $timeout {
-            None => $call.attempt_async($attempt).await,
-            Some((limit, timed_out)) => {
-                let limit = $call.attempt_limit(limit);
-                let result = $call
-                    .attempt_async($crate::run::timeout::timed($attempt, $sleep(limit), limit))
-                    .await;
-                $call.settle_timed(result, |t| $crate::run::Outcome::failure(timed_out(t)))
-            }
-        }
-    };
-}
-
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-pub(crate) use timed_attempt;
-
 /// The same builder with one of its parts replaced (and its type changed accordingly).
 macro_rules! rebuild {
     ($retry:ident, classifier: $v:expr) => {
@@ -452,9 +429,8 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         begin!(self, O => call, classifier, hook);
         let timeout = self.timeout;
         crate::retry_async!(call.after(&classifier, &mut hook) <- {
-            let left = T::LIMITED.then(|| call.time_left()).flatten();
-            let out = call.attempt_async(timeout.wrap(op(), &sleep, left)).await;
-            call.settle_slot::<O, T, Fut, SlFut>(&timeout, out)
+            let out = call.attempt_timed(&timeout, op(), &sleep).await;
+            call.settle::<O, T>(&timeout, out)
         }, sleep: &sleep)
     }
 

@@ -56,6 +56,18 @@ impl StopReason {
     }
 }
 
+impl StopReason {
+    /// Whether the failed attempt's own error decided the stop (its class), rather than the
+    /// call's limits or its protection.
+    #[inline]
+    pub(crate) const fn decided_by_error(self) -> bool {
+        matches!(
+            self,
+            StopReason::Permanent | StopReason::NotIdempotent | StopReason::AlreadyDone
+        )
+    }
+}
+
 impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

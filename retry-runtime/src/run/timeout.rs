@@ -13,7 +13,7 @@ use std::time::Duration;
 /// when the timer fires first the body is dropped (cancelled) and the output is
 /// `Err(TimedOut)`.
 #[inline]
-pub fn timed<R, F, S>(body: F, timer: S, limit: Duration) -> Timed<F, S>
+fn timed<R, F, S>(body: F, timer: S, limit: Duration) -> Timed<F, S>
 where
     F: Future<Output = R>,
     S: Future<Output = ()>,
@@ -56,8 +56,12 @@ pub struct NoTimeout;
 #[derive(Clone, Copy, Debug)]
 pub struct AttemptTimeout(pub Duration);
 
-/// How a [`Retry`](super::Retry) builder finds its attempt timeout, and turns a timeout into the
-/// error type `E`.
+/// An attempt's timeout, chosen by type: none ([`NoTimeout`]), a limit whose timeout becomes
+/// `E::from(TimedOut)` ([`AttemptTimeout`]), or a limit with its own conversion (a
+/// `(Duration, fn(TimedOut) -> E)` pair). Every front end times its attempts through this one
+/// trait: [`Call::attempt_timed`](super::Call::attempt_timed) wraps the attempt, and
+/// [`Call::settle`](super::Call::settle) turns what the wrapped attempt produced into its
+/// outcome, remembering a timeout (whose class is idempotent-only).
 #[diagnostic::on_unimplemented(
     message = "an attempt timeout needs `impl From<TimedOut>` for the error type `{E}`",
     label = "the error type cannot hold a `TimedOut`",
@@ -65,60 +69,58 @@ pub struct AttemptTimeout(pub Duration);
     note = "add `impl From<retry_kit::TimedOut> for E`, for example a variant `Timeout(TimedOut)` tagged `#[classify(delegate)]`"
 )]
 pub trait TimeoutSlot<E> {
-    /// The limit and the conversion, if there is a timeout.
-    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)>;
+    /// What a wrapped attempt produces for an attempt whose outcome is `R`: `R` itself without
+    /// a timeout, `Result<R, TimedOut>` with one.
+    type Settled<R>;
 
-    /// Whether there is a limit (so an attempt asks for the time left before the deadline).
-    const LIMITED: bool = true;
+    /// One attempt's future: the body itself without a timeout, the body raced against a
+    /// timer with one. A type rather than a run-time `Option`, so that an untimed call's future
+    /// keeps no room for a timer it never starts.
+    type Attempt<Fut: Future, SlFut: Future<Output = ()>>: Future<
+        Output = Self::Settled<Fut::Output>,
+    >;
 
-    /// One attempt's future as the builder awaits it: the body itself without a timeout, the
-    /// body raced against a timer with one. A type rather than a run-time `Option`, so that an
-    /// untimed builder's future keeps no room for a timer it never starts.
-    type Attempt<Fut: Future, SlFut: Future<Output = ()>>: Future;
     /// Wrap the body `attempt`, with a timer from `sleep` if there is a limit: the smaller
-    /// of the limit and `left`, the time left before the call's deadline.
+    /// of the limit and `left()`, the time left before the call's deadline (asked only when
+    /// there is a limit).
     fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
         &self,
         attempt: Fut,
         sleep: impl FnOnce(Duration) -> SlFut,
-        left: Option<Duration>,
+        left: impl FnOnce() -> Option<Duration>,
     ) -> Self::Attempt<Fut, SlFut>;
+
     /// The attempt's outcome, a timeout converted into the error type; `timed_out` is set when
     /// the timer won.
-    fn settle<R: Outcome<Error = E>, SlFut: Future<Output = ()>, Fut: Future<Output = R>>(
-        &self,
-        out: <Self::Attempt<Fut, SlFut> as Future>::Output,
-        timed_out: &mut bool,
-    ) -> R;
+    fn settle<R: Outcome<Error = E>>(&self, out: Self::Settled<R>, timed_out: &mut bool) -> R;
+
+    /// The same timeout as a run-time value, for a front end that cannot carry it by type.
+    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)>;
 }
 
 impl<E> TimeoutSlot<E> for NoTimeout {
-    #[inline]
-    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
-        None
-    }
-    const LIMITED: bool = false;
+    type Settled<R> = R;
     type Attempt<Fut: Future, SlFut: Future<Output = ()>> = Fut;
     #[inline(always)]
     fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
         &self,
         attempt: Fut,
         _: impl FnOnce(Duration) -> SlFut,
-        _: Option<Duration>,
+        _: impl FnOnce() -> Option<Duration>,
     ) -> Fut {
         attempt
     }
     #[inline(always)]
-    fn settle<R: Outcome<Error = E>, SlFut: Future<Output = ()>, Fut: Future<Output = R>>(
-        &self,
-        out: R,
-        _: &mut bool,
-    ) -> R {
+    fn settle<R: Outcome<Error = E>>(&self, out: R, _: &mut bool) -> R {
         out
+    }
+    #[inline]
+    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
+        None
     }
 }
 
-/// A slot that always has a limit: its limit and conversion, without the `Option`.
+/// A slot that always has a limit: its limit and conversion.
 trait Limited<E> {
     fn parts(&self) -> (Duration, Conversion<TimedOut, E>);
 }
@@ -137,23 +139,24 @@ impl<E> Limited<E> for (Duration, Conversion<TimedOut, E>) {
     }
 }
 
-/// A limit and its conversion: the timed attempt of [`AttemptTimeout`] and of a tuple.
+/// A limit and its conversion: the timed attempt of [`AttemptTimeout`] and of a pair.
 macro_rules! timed_slot {
     () => {
+        type Settled<R> = Result<R, TimedOut>;
         type Attempt<Fut: Future, SlFut: Future<Output = ()>> = Timed<Fut, SlFut>;
         #[inline]
         fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
             &self,
             attempt: Fut,
             sleep: impl FnOnce(Duration) -> SlFut,
-            left: Option<Duration>,
+            left: impl FnOnce() -> Option<Duration>,
         ) -> Timed<Fut, SlFut> {
             let (limit, _) = Limited::<E>::parts(self);
-            let limit = left.map_or(limit, |left| limit.min(left));
+            let limit = left().map_or(limit, |left| limit.min(left));
             timed(attempt, sleep(limit), limit)
         }
         #[inline]
-        fn settle<R: Outcome<Error = E>, SlFut: Future<Output = ()>, Fut: Future<Output = R>>(
+        fn settle<R: Outcome<Error = E>>(
             &self,
             out: Result<R, TimedOut>,
             timed_out: &mut bool,
@@ -167,25 +170,75 @@ macro_rules! timed_slot {
                 }
             }
         }
+        #[inline]
+        fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
+            Some(Limited::<E>::parts(self))
+        }
     };
 }
 
 impl<E: From<TimedOut>> TimeoutSlot<E> for AttemptTimeout {
-    #[inline]
-    fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
-        Some(Limited::<E>::parts(self))
-    }
     timed_slot!();
 }
 
 /// A limit with its own conversion of a timeout (what
-/// [`Retry::attempt_timeout_with`](super::Retry::attempt_timeout_with) sets).
+/// [`Retry::attempt_timeout_with`](super::Retry::attempt_timeout_with) sets, and
+/// `#[retryable(attempt_timeout = ...)]` uses).
 impl<E> TimeoutSlot<E> for (Duration, Conversion<TimedOut, E>) {
+    timed_slot!();
+}
+
+/// A limit chosen at run time (the layers', whose futures are boxed anyway): `None` times
+/// nothing. One future type for both, so that the layers' futures are `Send` whenever the
+/// attempt is.
+impl<E> TimeoutSlot<E> for Option<(Duration, Conversion<TimedOut, E>)> {
+    type Settled<R> = Result<R, TimedOut>;
+    type Attempt<Fut: Future, SlFut: Future<Output = ()>> = Timed<Fut, MaybeTimer<SlFut>>;
+    #[inline]
+    fn wrap<Fut: Future, SlFut: Future<Output = ()>>(
+        &self,
+        attempt: Fut,
+        sleep: impl FnOnce(Duration) -> SlFut,
+        left: impl FnOnce() -> Option<Duration>,
+    ) -> Timed<Fut, MaybeTimer<SlFut>> {
+        match self {
+            Some(slot) => {
+                let Timed { body, timer, limit } = slot.wrap(attempt, sleep, left);
+                timed(body, MaybeTimer(Some(timer)), limit)
+            }
+            None => timed(attempt, MaybeTimer(None), Duration::MAX),
+        }
+    }
+    #[inline]
+    fn settle<R: Outcome<Error = E>>(&self, out: Result<R, TimedOut>, timed_out: &mut bool) -> R {
+        match (out, self) {
+            (Ok(outcome), _) => outcome,
+            (Err(t), Some(slot)) => slot.settle(Err(t), timed_out),
+            // Without a limit the timer is a `MaybeTimer(None)`, which never fires.
+            (Err(_), None) => unreachable!("an attempt without a limit timed out"),
+        }
+    }
     #[inline]
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
-        Some(Limited::<E>::parts(self))
+        *self
     }
-    timed_slot!();
+}
+
+/// The timer of a limit chosen at run time: without one, it never fires.
+#[derive(Debug)]
+pub struct MaybeTimer<S>(Option<S>);
+
+impl<S: Future<Output = ()>> Future for MaybeTimer<S> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: the timer is pinned structurally: never moved out, and `MaybeTimer` has no
+        // `Drop` impl.
+        match unsafe { self.map_unchecked_mut(|t| &mut t.0) }.as_pin_mut() {
+            Some(timer) => timer.poll(cx),
+            None => Poll::Pending,
+        }
+    }
 }
 
 /// A builder whose attempts can run on the caller's thread: one without an attempt timeout.

@@ -9,7 +9,7 @@ use crate::per_request::{ForEachRequest, Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
 use crate::run::classifier::Classifier;
 use crate::run::hook::{Hook, NoHook};
-use crate::run::retry::{begin, timed_attempt};
+use crate::run::retry::begin;
 use crate::run::shared::Shared;
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::{CircuitBreaker, RetryBudget, observe};
@@ -402,14 +402,16 @@ where
                 .with_policy(&policy)
                 .with_protection(protection)
                 .classify(LayerClassifier(&body));
-            let timeout = retry.timeout.slot();
+            let timeout = &retry.timeout.slot();
             let sleep = clock::tokio_sleep;
             let outcome: Result<Response<RB>, HttpFailure<RB>> = async {
                 begin!(retry, Result<Response<RB>, HttpFailure<RB>> => call, classifier, hook);
                 let mut ready = true;
                 crate::retry_async!(call.after(&classifier, &mut hook) <-
-                    timed_attempt!(call, timeout, sleep,
-                        attempt(&mut inner, &parts, &body, &mut ready)),
+                    {
+                    let out = call.attempt_timed(timeout, attempt(&mut inner, &parts, &body, &mut ready), sleep).await;
+                    call.settle::<Result<Response<RB>, HttpFailure<RB>>, _>(timeout, out)
+                },
                     sleep: sleep)
             }
             .await;

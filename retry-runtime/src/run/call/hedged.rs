@@ -2,17 +2,41 @@
 //! attempt may start beside the running ones, and what follows each one's outcome.
 
 use super::Call;
-use crate::class::ErrorClass;
+use super::decide::{Failed, next_of};
 use crate::clock;
 use crate::context::CallCtx;
 use crate::run::classifier::Classifier;
-use crate::run::hedge::{Ended, Then};
 use crate::run::hook::Hook;
 use crate::run::outcome::Outcome;
 use crate::run::policy_call::CallPolicy;
 use crate::run::protection::Protection;
-use crate::run::stop::{Failure, Next, StopReason};
+use crate::run::stop::Next;
 use std::time::Duration;
+
+/// What a hedged loop does after an attempt finished: what [`Call::after_hedged`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Then {
+    /// Return this attempt's outcome (a success, or a failure that stops the call).
+    Return,
+    /// Start the next attempt after this wait (zero: at once).
+    Start(Duration),
+    /// Start nothing; wait for the attempts still running.
+    Wait,
+}
+
+/// An attempt of a hedged call that finished, as the engine needs it to decide what follows
+/// ([`Call::after_hedged`]).
+#[derive(Debug)]
+pub struct Ended<H> {
+    /// The attempt's number.
+    pub number: u32,
+    /// Its share of the call's protection (its breaker permit), to record the outcome with.
+    pub hold: H,
+    /// Whether `attempt_timeout` cut it off (its class is then idempotent-only).
+    pub timed_out: bool,
+    /// How many attempts are still running.
+    pub running: u32,
+}
 
 impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// Hedged calls: whether another attempt may still start.
@@ -46,7 +70,10 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     }
 
     /// Decide what follows an attempt of a hedged call (see [`hedge`](crate::run::hedge)), calling
-    /// the hook once if it failed.
+    /// the hook once if it failed: the same decision as a sequential call's
+    /// ([`after`](Call::after)), except that the next attempt starts at once (the running ones
+    /// have already waited longer than a backoff) and a stop that is not the error's own waits
+    /// for the attempts still running.
     pub fn after_hedged<R, C, H>(
         &mut self,
         outcome: &R,
@@ -67,57 +94,13 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             }
             return Then::Return;
         };
-        let class = if ended.timed_out {
-            ErrorClass::IdempotentOnly
-        } else {
-            classifier.class(error)
+        let failed = Failed {
+            number: ended.number,
+            timed_out: ended.timed_out,
+            running: Some(ended.running),
         };
-        let answered = C::ANSWERS && !ended.timed_out && classifier.answered(error);
-        if answered {
-            self.protection.answered();
-        } else {
-            self.protection.failed(class);
-        }
-        let next = match self.class_stop(class) {
-            Some(reason) => Next::Stop(reason),
-            None => {
-                let verdict = match self.exhausted() {
-                    Some(reason) => Err(reason),
-                    None if C::LIMITS_REPEATS && !classifier.repeatable(error) => {
-                        Err(StopReason::NotRepeatable)
-                    }
-                    // At once, or after the error's retry-after: the running attempts have
-                    // already waited longer than a backoff would.
-                    None => {
-                        let max_delay = self.policy.policy().max_delay;
-                        let verdict =
-                            self.bounded(Duration::ZERO, classifier.retry_after(error), max_delay);
-                        if answered {
-                            self.protection.admit_poll(verdict)
-                        } else {
-                            self.protection.admit_retry(verdict)
-                        }
-                    }
-                };
-                match verdict {
-                    Err(_) if ended.running > 0 => Next::Wait {
-                        running: ended.running,
-                    },
-                    verdict => Next::of(verdict),
-                }
-            }
-        };
-        if H::ACTIVE {
-            hook.on_failure(&Failure {
-                attempt: ended.number,
-                error,
-                class,
-                elapsed: self.elapsed(),
-                next,
-                answered,
-            });
-        }
-        match next {
+        let verdict = self.decide(error, failed, classifier, hook);
+        match next_of(verdict, failed.running) {
             Next::Retry(delay) => Then::Start(delay),
             Next::Wait { .. } => Then::Wait,
             Next::Stop(_) => Then::Return,

@@ -1,0 +1,139 @@
+//! The engine's one failure decision: what follows a failed attempt, for sequential and hedged
+//! calls alike.
+
+use super::Call;
+use crate::class::ErrorClass;
+use crate::run::classifier::Classifier;
+use crate::run::hook::Hook;
+use crate::run::policy_call::CallPolicy;
+use crate::run::protection::Protection;
+use crate::run::stop::{Failure, Next, StopReason, Verdict};
+use std::time::Duration;
+
+/// What the decision needs to know of a failed attempt besides its error.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::run) struct Failed {
+    /// The attempt's number.
+    pub(in crate::run) number: u32,
+    /// `attempt_timeout` cut it off: its class is idempotent-only, whatever the error says.
+    pub(in crate::run) timed_out: bool,
+    /// `None` for a sequential call: the next attempt waits the policy's backoff. For a hedged
+    /// call, how many attempts are still running: the next one starts at once (they have
+    /// already waited), and a stop that is not the error's own leaves them running.
+    pub(in crate::run) running: Option<u32>,
+}
+
+impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
+    /// Decide what follows a failed attempt, and tell the hook: the timeout's class, the
+    /// protection's record (a failure, or an answer polled past), the stop the class decides,
+    /// the attempt limit, whether the attempt can be repeated, the wait (bounded by the
+    /// retry-after and the deadline) and the budget and breaker's admission of the next one.
+    /// The verdict is the wait before the next attempt, or why there is none; for a hedged
+    /// call, [`next_of`] says whether a stop waits for the attempts still running.
+    // Always inlined: a failure is the path a retry loop exists for, and the rare work (a
+    // non-zero delay, the hook's clock) stays out of line in `schedule_slow` and the hook.
+    #[inline(always)]
+    pub(in crate::run) fn decide<E, C, H>(
+        &mut self,
+        error: &E,
+        failed: Failed,
+        classifier: &C,
+        hook: &mut H,
+    ) -> Verdict
+    where
+        C: Classifier<E>,
+        H: Hook<E>,
+    {
+        let class = if failed.timed_out {
+            ErrorClass::IdempotentOnly
+        } else {
+            classifier.class(error)
+        };
+        let answered = C::ANSWERS && !failed.timed_out && classifier.answered(error);
+        if answered {
+            self.protection.answered();
+        } else {
+            self.protection.failed(class);
+        }
+        let verdict = match self.stop_for_class(class) {
+            Some(reason) => Err(reason),
+            None if C::LIMITS_REPEATS && !classifier.repeatable(error) => {
+                Err(StopReason::NotRepeatable)
+            }
+            None => {
+                let retry_after = classifier.retry_after(error);
+                let verdict = match failed.running {
+                    None => self.schedule(retry_after),
+                    Some(_) => {
+                        let max_delay = self.policy.policy().max_delay;
+                        self.bounded(Duration::ZERO, retry_after, max_delay)
+                    }
+                };
+                if answered {
+                    self.protection.admit_poll(verdict)
+                } else {
+                    self.protection.admit_retry(verdict)
+                }
+            }
+        };
+        if H::ACTIVE {
+            hook.on_failure(&Failure {
+                attempt: failed.number,
+                error,
+                class,
+                elapsed: self.elapsed(),
+                next: next_of(verdict, failed.running),
+                answered,
+            });
+        }
+        verdict
+    }
+
+    /// A stop decided by the class and the attempt count alone.
+    #[inline]
+    fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
+        if let Some(reason) = self.class_stop(class) {
+            return Some(reason);
+        }
+        self.exhausted()
+    }
+
+    /// A stop decided by the class alone: the error says another attempt is pointless.
+    #[inline]
+    fn class_stop(&self, class: ErrorClass) -> Option<StopReason> {
+        match class {
+            ErrorClass::Permanent => Some(StopReason::Permanent),
+            ErrorClass::AlreadyDone => Some(StopReason::AlreadyDone),
+            ErrorClass::IdempotentOnly if !self.policy.policy().idempotent => {
+                Some(StopReason::NotIdempotent)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every allowed attempt has started.
+    #[inline]
+    pub(in crate::run) fn exhausted(&self) -> Option<StopReason> {
+        if self.attempt() < self.max_attempts {
+            return None;
+        }
+        if self.max_attempts == 0 {
+            return Some(StopReason::DeferredToOuter);
+        }
+        Some(StopReason::AttemptsExhausted)
+    }
+}
+
+/// What follows a failed attempt, given the verdict and, for a hedged call, how many attempts
+/// are still running: a stop the error itself decides (permanent, "already done", not
+/// idempotent) ends the call at once, as a fatal status commits a gRPC call; any other stop
+/// only means no new attempt while some are still running.
+#[inline]
+pub(in crate::run) fn next_of(verdict: Verdict, running: Option<u32>) -> Next {
+    match (verdict, running) {
+        (Err(reason), Some(running)) if running > 0 && !reason.decided_by_error() => {
+            Next::Wait { running }
+        }
+        (verdict, _) => Next::of(verdict),
+    }
+}
