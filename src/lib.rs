@@ -8,6 +8,7 @@ pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::AdaptivePolicy;
 pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
+pub use retry_runtime::class;
 #[cfg(feature = "faults")]
 #[cfg_attr(docsrs, doc(cfg(feature = "faults")))]
 pub use retry_runtime::faults;
@@ -25,6 +26,7 @@ pub use retry_runtime::reqwest;
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub use retry_runtime::reqwest_middleware;
+pub use retry_runtime::run;
 pub use retry_runtime::run::{AsBreaker, AsBudget};
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
@@ -40,26 +42,12 @@ pub use retry_runtime::{
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{PerKey, per_key};
 
-/// What `#[retryable]` and `#[derive(Classify)]` expand to. Not public API: its contents change
-/// without notice.
+/// Glue for the diagnostics of `#[retryable]`: the autoref probes that find out whether an
+/// error or a key has a `Display`. Not public API: its contents change without notice.
+/// Everything else the macros expand to is public: [`run`], the engine, and the modules it
+/// names.
 #[doc(hidden)]
 pub mod __private {
-    pub use retry_runtime::adaptive::Adapt;
-    pub use retry_runtime::class::IntoRetryAfter;
-    #[cfg(feature = "tokio")]
-    pub use retry_runtime::clock::tokio_sleep;
-    pub use retry_runtime::context::operation_id;
-    pub use retry_runtime::fresh::fresh;
-    pub use retry_runtime::observe::{
-        DisplayProbe, ViaDisplay, ViaNothing, no_display, observed, refused, wants_clock,
-    };
-    pub use retry_runtime::per_key::{
-        KeyText, KeyViaDisplay, KeyViaNothing, key_hash, keyed, one_by_key, pick,
-    };
-    pub use retry_runtime::run::{
-        AsPolicy, ByTrait, Call, CallPolicy, Described, ErrorOf, IfRejected, NoHook, NoTimeout,
-        RejectedOf, WithRetryAfter, accept_rejected, circuit_open, class_of, policy_of, reject_if,
-        resolve_already_done, timed_out,
-    };
-    pub use retry_runtime::{retry_async, retry_hedged, retry_sync};
+    pub use retry_runtime::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
+    pub use retry_runtime::per_key::{KeyText, KeyViaDisplay, KeyViaNothing};
 }

@@ -500,8 +500,8 @@ fn serde_deserialized_variants_keep_their_class() {
 /// A stand-in runtime with its own `Classify` trait: an impl of *this* trait can only come from
 /// code that followed the `crate = ...` path.
 mod shim {
-    pub use retry_kit::__private;
     pub use retry_kit::ErrorClass;
+    pub use retry_kit::class;
     use std::time::Duration;
 
     pub trait Classify {

@@ -185,7 +185,7 @@ impl CallCtx {
         self.attempt.set(self.attempt.get().wrapping_add(1));
     }
 
-    /// The context of one hedged attempt of this call (see [`crate::run::hedge`]): its own
+    /// The context of one hedged attempt of this call (see [`Hedge`](crate::run::Hedge)): its own
     /// number (the call's attempt count now), this call's key and deadline. Several run at
     /// once, so the key is drawn now if no attempt has asked for it yet: each attempt must see
     /// the same one.
@@ -381,12 +381,12 @@ const LABELLED: u64 = 1 << 63;
 ///
 /// ```
 /// assert_eq!(
-///     retry_kit::__private::operation_id("shop::charge"),
-///     retry_kit::__private::operation_id("shop::charge"),
+///     retry_kit::run::operation_id("shop::charge"),
+///     retry_kit::run::operation_id("shop::charge"),
 /// );
 /// assert_ne!(
-///     retry_kit::__private::operation_id("shop::charge"),
-///     retry_kit::__private::operation_id("shop::refund"),
+///     retry_kit::run::operation_id("shop::charge"),
+///     retry_kit::run::operation_id("shop::refund"),
 /// );
 /// ```
 pub const fn operation_id(name: &str) -> u64 {

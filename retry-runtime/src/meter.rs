@@ -14,7 +14,7 @@
 //! the feature nothing is compiled: no check, no call on any path.
 
 use crate::breaker::CircuitState;
-use crate::run::stop::{Next, StopReason};
+use crate::run::{Next, StopReason};
 
 /// A failed attempt: counted by outcome and class; its wait or its stop recorded.
 #[cold]

@@ -27,14 +27,14 @@
 //! `WARN` events at all (one atomic load decides). Without the feature, none of this is
 //! compiled: no clock read, no check, no field.
 
-use crate::run::hook::FmtFn;
 #[cfg(any(feature = "tracing", feature = "metrics"))]
-use crate::run::hook::Hook;
-use crate::run::outcome::Outcome;
+use crate::run::Failure;
+use crate::run::FmtFn;
 #[cfg(any(feature = "tracing", feature = "metrics"))]
-use crate::run::stop::Failure;
+use crate::run::Hook;
 #[cfg(feature = "tracing")]
-use crate::run::stop::Next;
+use crate::run::Next;
+use crate::run::Outcome;
 use std::fmt;
 use std::marker::PhantomData;
 #[cfg(feature = "tracing")]

@@ -306,9 +306,12 @@ pub fn keyed<T, P: AsPerKey<T> + ?Sized>(
 
 /// What `#[retryable(key = ..)]` labels a new `PerKey` entry with: the key's `Display` text,
 /// when its type has one (found by autoref, as for errors: `(&KeyText(&key)).text()`).
+/// Glue of the attribute's, re-exported in `retry_kit::__private`.
+#[doc(hidden)]
 pub struct KeyText<'k, K: ?Sized>(pub &'k K);
 
 /// The key has a `Display`: its text.
+#[doc(hidden)]
 pub trait KeyViaDisplay {
     /// The key's text.
     fn text(&self) -> Option<Box<str>>;
@@ -321,6 +324,7 @@ impl<K: std::fmt::Display + ?Sized> KeyViaDisplay for KeyText<'_, K> {
 }
 
 /// The key has no `Display`: no text.
+#[doc(hidden)]
 pub trait KeyViaNothing {
     /// No text.
     fn text(&self) -> Option<Box<str>>;

@@ -5,11 +5,11 @@
 
 use crate::per_key::{AsPerKey, PerKey, Template, key_hash};
 use crate::policy::RetryPolicy;
+use crate::run::ByTrait;
+use crate::run::NoHook;
 use crate::run::Retry;
-use crate::run::classifier::ByTrait;
-use crate::run::hook::NoHook;
 use crate::run::protection::Unprotected;
-use crate::run::timeout::{AttemptTimeout, NoTimeout};
+use crate::run::{AttemptTimeout, NoTimeout};
 use crate::{CircuitBreaker, RetryBudget};
 use std::fmt;
 use std::sync::Arc;

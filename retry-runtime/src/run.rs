@@ -1,40 +1,68 @@
-//! Retrying: one engine, one loop, and the front ends over them.
+//! The engine under every front end, public so that what `#[retryable]` generates is code a
+//! user could write: the attribute, [`Retry`] (and [`RetryPolicy::call`](crate::RetryPolicy::call)),
+//! the tower layers and the reqwest middleware all build a [`Call`], equip it with their
+//! protection through [`Equip`], and run one of the crate's three loops over it,
+//! [`retry_sync!`], [`retry_async!`] or [`retry_hedged!`].
 //!
-//! | file | holds |
+//! | piece | what it is |
 //! | --- | --- |
-//! | `stop` | [`StopReason`], [`Next`] and the [`Failure`] record of a failed attempt |
-//! | `outcome` | [`Outcome`]: the `Result` a retried operation returns |
-//! | `classifier` | [`Classifier`]: the `Classify` impl, a function, or both with a retry-after |
-//! | `hook` | [`Hook`]: what receives each [`Failure`] (`on_failure`) |
-//! | `call` | [`Call`], the engine: every decision between attempts |
-//! | `protection` | the breaker, budget and adaptive policy a call consults, and its permit |
-//! | `shared` | how a front end equips each call: the builder's [`Shared`] slots, [`Equip`] |
-//! | `timeout` | per-attempt timeouts |
-//! | `retry_loop` | the sync and the async loop, written once, which every front end expands |
-//! | `retry` | [`Retry`], the builder |
-//! | `policy_call` | [`RetryPolicy::call`](crate::RetryPolicy::call), what `policy = ...` accepts, and where a call finds its policy |
-//! | `retry_if` | [`Rejected`]: `Ok` values retried by a predicate |
-//! | `hedge` | [`Hedging`]: the attempts in flight of a hedged call, its loop, and the builder's [`Hedge`] |
-//! | `already_done` | [`AlreadyDone`], [`HedgeAlreadyDone`]: an "already done" error as the result |
+//! | [`Call`] | the state of one retried call, and every decision between its attempts ([`Call::after`]) |
+//! | [`CallPolicy`] | where a call finds its [`RetryPolicy`](crate::RetryPolicy): a reference, or a zero-sized type naming a constant |
+//! | [`Classifier`] | what class a failed attempt's error has: [`ByTrait`] (its `Classify` impl), a function, [`WithRetryAfter`] |
+//! | [`Hook`] | what receives each [`Failure`] record: [`NoHook`], a function, [`observed`] for `tracing` and `metrics` |
+//! | [`Outcome`] | the `Result` an attempt returns |
+//! | [`Shared`], [`Equip`] | the breaker, budget and adaptive policy a front end fits to each call, one way for all |
+//! | [`TimeoutSlot`] | an attempt's timeout by type: [`NoTimeout`], [`AttemptTimeout`], a limit with its own conversion |
+//! | [`retry_sync!`], [`retry_async!`], [`retry_hedged!`] | the loops, written once: each attempt is an expression made afresh inside the loop |
+//! | [`Retry`], [`Hedge`], [`RetryIf`], [`AlreadyDone`] | the builder over closures |
 //!
-//! `#[retryable]` generates what a [`Retry`] call does by hand: it builds a [`Call`] from a
-//! `const` policy, equips it with the function's protection, and expands the same loop around
-//! the function's body, so that each attempt borrows the arguments afresh.
+//! What `#[retryable(attempts = 3)]` makes of a sync function, written by hand (the attribute
+//! also passes the hook the error's `Display`, and names the policy by a zero-sized type so
+//! that it is a constant):
+//!
+//! ```
+//! use retry_kit::run::{ByTrait, Call, NoHook, observed, retry_sync, wants_clock};
+//! use retry_kit::{RetryPolicy, current_attempt};
+//! use std::io;
+//!
+//! fn read(path: &str, tries: &mut u32) -> io::Result<String> {
+//!     const POLICY: RetryPolicy = RetryPolicy::new().attempts(3);
+//!     let classifier = ByTrait;
+//!     let mut hook = observed(NoHook, "read");
+//!     let mut call = Call::new(&POLICY, wants_clock());
+//!     retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(|| {
+//!         // The function's body, unchanged: it borrows `path` and `tries` afresh each attempt.
+//!         *tries += 1;
+//!         assert_eq!(current_attempt().unwrap().number(), *tries);
+//!         std::fs::read_to_string(path)
+//!     }))
+//! }
+//!
+//! let mut tries = 0;
+//! assert!(read("/no/such/file", &mut tries).is_err());
+//! assert_eq!(tries, 1, "not found is permanent: one attempt");
+//! ```
+//!
+//! The decisions live in one place: [`Call::after`] (and [`Call::after_hedged`], which asks the
+//! same decision) classifies a failure, records it with the protection, stops for its class,
+//! the attempt limit, the retry-after bound, the deadline, the budget or the breaker, and
+//! builds the [`Failure`] record; [`Call::attempt_timed`] and [`Call::settle`] are the one
+//! path of a timed attempt.
 
-pub mod already_done;
-pub mod call;
-pub mod classifier;
-pub mod hedge;
-pub mod hook;
-pub mod outcome;
-pub mod policy_call;
-pub mod protection;
-pub mod retry;
-pub mod retry_if;
+mod already_done;
+mod call;
+mod classifier;
+pub(crate) mod hedge;
+mod hook;
+mod outcome;
+mod policy_call;
+pub(crate) mod protection;
+pub(crate) mod retry;
+mod retry_if;
 mod retry_loop;
-pub mod shared;
-pub mod stop;
-pub mod timeout;
+pub(crate) mod shared;
+mod stop;
+mod timeout;
 
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
 pub use call::{Call, Ended, InAttempt, Then};
@@ -45,7 +73,7 @@ pub use hedge::{Event, Hedge, HedgeNotIdempotent, Hedging};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
 pub use policy_call::{AsPolicy, CallPolicy, policy_of};
-pub use protection::{PanicSink, Protected, Protection, Unprotected};
+pub use protection::{AttemptHold, PanicSink, Protected, Protection, Unprotected};
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use shared::{
@@ -57,3 +85,14 @@ pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{
     AttemptTimeout, HoldsTimedOut, MaybeTimer, NoTimeout, Timed, TimeoutSlot, Untimed, timed_out,
 };
+
+// What the loops and the code `#[retryable]` generates use from beside the engine: the
+// default sleep, the operation's name for nested keys, and the front ends' reporting.
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use crate::clock::tokio_sleep;
+pub use crate::context::operation_id;
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+pub use crate::observe::Observer;
+pub use crate::observe::{Observed, observed, refused, wants_clock};
+pub use crate::{retry_async, retry_hedged, retry_sync};

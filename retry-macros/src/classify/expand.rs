@@ -157,7 +157,7 @@ impl Context<'_> {
             let ty = field.ty;
             // The trait is implemented for the borrowed field (`&Duration`, `&Option<Duration>`).
             // The `&` takes the field type's span so that a wrong type is reported there.
-            let bound = quote!(#krate::__private::IntoRetryAfter);
+            let bound = quote!(#krate::class::IntoRetryAfter);
             let amp = quote_spanned!(ty.span()=> &);
             let ty = behind_reference(ty);
             if mentions(ty.to_token_stream(), self.params) {

@@ -97,9 +97,9 @@ fn expand(
     let hook_expr = match args.path("on_failure") {
         Some(path) if !had_impl_trait => {
             let record = if args.get("retry_if").is_some() {
-                quote!(#krate::__private::RejectedOf<#ret>)
+                quote!(#krate::run::RejectedOf<#ret>)
             } else {
-                quote!(#krate::__private::ErrorOf<#ret>)
+                quote!(#krate::run::ErrorOf<#ret>)
             };
             // At the value, so that a mismatch points there.
             let f = Ident::new("__rk_failure", Span::mixed_site().located_at(path.span()));
@@ -108,7 +108,7 @@ fn expand(
             )
         }
         Some(path) => quote!(#path),
-        None => quote!(#krate::__private::NoHook),
+        None => quote!(#krate::run::NoHook),
     };
     // With `retry_if` the records carry `Rejected` values, whose `Display` the probe cannot
     // name: events go without the error text.
@@ -125,10 +125,15 @@ fn expand(
     // `tracing` events when a subscriber listens.
     let needs_clock = match args.get("on_failure") {
         Some(_) => quote!(true),
-        None => quote!(#krate::__private::wants_clock()),
+        None => quote!(#krate::run::wants_clock()),
     };
     let protection = Protection::new(args, &krate, &call, &hook, &ret);
     let equip = &protection.equip;
+    let start = if equip.is_empty() {
+        quote!(let mut #call = #krate::run::Call::new(#policy_ref, #needs_clock);)
+    } else {
+        quote!(let #call = #krate::run::Call::new(#policy_ref, #needs_clock);)
+    };
     let protection_setup = &protection.setup;
     let admit = &protection.admit;
     let prelude = fresh::prelude(bindings, &krate);
@@ -146,18 +151,18 @@ fn expand(
         Some(path) => quote!(#path),
         // tokio's `Sleep` awaited directly, not through an `async fn` wrapper, so the
         // wrapper's state does not add to the size of every retryable future.
-        None => quote!(#krate::__private::tokio_sleep),
+        None => quote!(#krate::run::tokio_sleep),
     };
 
     // With `retry_if`, each attempt's outcome passes the predicate before the engine sees it.
     let flagged = |attempt: TokenStream| -> TokenStream {
         match args.path("retry_if") {
-            Some(flag) => quote!(#krate::__private::reject_if(#attempt, #flag)),
+            Some(flag) => quote!(#krate::run::reject_if(#attempt, #flag)),
             None => attempt,
         }
     };
     let classify = match args.path("retry_if") {
-        Some(_) => quote!(#krate::__private::IfRejected(#classify)),
+        Some(_) => quote!(#krate::run::IfRejected(#classify)),
         None => classify,
     };
 
@@ -202,26 +207,26 @@ fn expand(
                 None => quote!(#call.attempt_async::<#ret, _>(#async_block #block).await),
             };
             let attempt = flagged(attempt);
-            quote!(#krate::__private::retry_async!(
+            quote!(#krate::run::retry_async!(
                 #call.#after(&#classifier, &mut #hook) <- #attempt, sleep: #sleep
             ))
         } else {
             let attempt = flagged(quote!(#call.attempt_sync::<#ret, _>(#closure #block)));
-            quote!(#krate::__private::retry_sync!(
+            quote!(#krate::run::retry_sync!(
                 #call.#after(&#classifier, &mut #hook) <- #attempt
             ))
         };
         // With `retry_if`, the loop runs on `Rejected` outcomes: back to the function's.
         let (run, classified) = match args.path("retry_if") {
             Some(_) => (
-                quote!(#krate::__private::accept_rejected(#run)),
+                quote!(#krate::run::accept_rejected(#run)),
                 quote!(&#classifier.0),
             ),
             None => (run, quote!(&#classifier)),
         };
         let run = match args.path("already_done") {
             Some(resolve) => {
-                quote!(#krate::__private::resolve_already_done(#run, #classified, #resolve))
+                quote!(#krate::run::resolve_already_done(#run, #classified, #resolve))
             }
             None => run,
         };
@@ -229,9 +234,10 @@ fn expand(
         quote!({
             #policy_setup
             let #classifier = #classify;
-            let mut #hook = #krate::__private::observed(#hook_expr, #path);
+            let mut #hook = #krate::run::observed(#hook_expr, #path);
             #protection_setup
-            let mut #call = #krate::__private::Call::new(#policy_ref, #needs_clock) #equip;
+            #start
+            #equip
             #timed_setup
             #admit
             #run
@@ -299,13 +305,13 @@ fn hedged(parts: HedgeParts<'_>) -> TokenStream {
     let out = Ident::new("__rk_out", Span::mixed_site());
     let timeout = match timeout {
         Some(timeout) => quote!(&#timeout),
-        None => quote!(&#krate::__private::NoTimeout),
+        None => quote!(&#krate::run::NoTimeout),
     };
     let then = match retry_if {
-        Some(flag) => quote!(|#out| #krate::__private::reject_if(#out, #flag)),
+        Some(flag) => quote!(|#out| #krate::run::reject_if(#out, #flag)),
         None => quote!(|#out| #out),
     };
-    quote!(#krate::__private::retry_hedged!(
+    quote!(#krate::run::retry_hedged!(
         #call.#after(&#classifier, &mut #hook) <- #attempt,
         outcome: #ret, timeout: #timeout, then: #then, sleep: #sleep, hedge: #delay
     ))
@@ -359,7 +365,7 @@ fn described(hook: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) 
             (&#krate::__private::DisplayProbe::<#ret>::new()).display_fn()
         })
     };
-    quote!(#krate::__private::Described(#hook, #display))
+    quote!(#krate::run::Described(#hook, #display))
 }
 
 fn classifier_expr(args: &Args, krate: &Path, ret: &Type, had_impl_trait: bool) -> TokenStream {
@@ -372,18 +378,18 @@ fn classifier_expr(args: &Args, krate: &Path, ret: &Type, had_impl_trait: bool) 
         }
         let e = Ident::new("__rk_error", Span::mixed_site().located_at(class.span()));
         quote_spanned!(class.span()=>
-            |#e: &#krate::__private::ErrorOf<#ret>| -> #krate::ErrorClass { #class(#e) }
+            |#e: &#krate::run::ErrorOf<#ret>| -> #krate::ErrorClass { #class(#e) }
         )
     });
     match (class, retry_after) {
-        (None, None) => quote!(#krate::__private::ByTrait),
+        (None, None) => quote!(#krate::run::ByTrait),
         (Some(class), None) => quote!(#class),
         (class, Some(retry_after)) => {
             let class = match class {
                 Some(path) => quote!(#path),
-                None => quote!(#krate::__private::class_of),
+                None => quote!(#krate::run::class_of),
             };
-            quote!(#krate::__private::WithRetryAfter(#class, #retry_after))
+            quote!(#krate::run::WithRetryAfter(#class, #retry_after))
         }
     }
 }

@@ -16,7 +16,7 @@ use syn::{Ident, Path};
 /// calls nested inside another's attempt.
 pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStream, TokenStream) {
     let operation = quote! {
-        const OPERATION: u64 = #krate::__private::operation_id(#name);
+        const OPERATION: u64 = #krate::run::operation_id(#name);
     };
     let setters = |on_given: bool| -> TokenStream {
         args.settings
@@ -34,7 +34,7 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
         let overrides = setters(true);
         let value = Ident::new("__rk_policy", Span::mixed_site());
         let span = expr.span();
-        let policy_of = quote_spanned!(span=> #krate::__private::policy_of);
+        let policy_of = quote_spanned!(span=> #krate::run::policy_of);
         let setup = if overrides.is_empty() {
             quote! {
                 let #value = &(#expr);
@@ -55,7 +55,7 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
             #setup
             #[derive(::core::clone::Clone, ::core::marker::Copy)]
             struct #named<'p>(&'p #krate::RetryPolicy);
-            impl #krate::__private::CallPolicy for #named<'_> {
+            impl #krate::run::CallPolicy for #named<'_> {
                 #[inline(always)]
                 fn policy(&self) -> &#krate::RetryPolicy {
                     self.0
@@ -75,7 +75,7 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
         quote! {
             #[derive(::core::clone::Clone, ::core::marker::Copy)]
             struct #name;
-            impl #krate::__private::CallPolicy for #name {
+            impl #krate::run::CallPolicy for #name {
                 #[inline(always)]
                 fn policy(&self) -> &#krate::RetryPolicy {
                     const POLICY: #krate::RetryPolicy = #krate::RetryPolicy::new() #setters;

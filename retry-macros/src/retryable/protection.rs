@@ -15,7 +15,8 @@ use syn::{Ident, Path, Type};
 pub(super) struct Protection {
     /// Before the engine is made: with `key`, the key's breaker and budget.
     pub(super) setup: TokenStream,
-    /// `.adaptive(..)`, `.circuit(..)` and `.budget(..)` calls on the new `Call`.
+    /// After the engine is made: the engine equipped with the protection (through `Equip`, as
+    /// every front end equips its calls).
     pub(super) equip: TokenStream,
     /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
     pub(super) admit: TokenStream,
@@ -29,12 +30,13 @@ pub(super) struct Protection {
 impl Protection {
     pub(super) fn new(args: &Args, krate: &Path, call: &Ident, hook: &Ident, ret: &Type) -> Self {
         let mut setup = TokenStream::new();
-        let mut equip = TokenStream::new();
+        // `.adaptive(..)`, `.circuit(..)` and `.budget(..)` on a `Shared` protection.
+        let mut shared = TokenStream::new();
         let mut admit = TokenStream::new();
         if let Some(path) = args.path("adaptive") {
             // A path that is not an adaptive policy is reported at the path.
-            let source = quote_spanned!(path.span()=> &#path as &dyn #krate::__private::Adapt);
-            equip.extend(quote!(.adaptive(#source)));
+            let source = quote_spanned!(path.span()=> &#path as &dyn #krate::adaptive::Adapt);
+            shared.extend(quote!(.adaptive(#source)));
         }
         // With `key = ...`, the breaker and the budget are the key's, from a `PerKey`: the key
         // is hashed once, before the first attempt, and each value is held for the call.
@@ -42,7 +44,7 @@ impl Protection {
         if let Some(key) = args.expr("key") {
             // At the key, so that a key that cannot be hashed is reported there.
             setup.extend(quote_spanned!(key.span()=>
-                let #key_hash = #krate::__private::key_hash(&(#key));
+                let #key_hash = #krate::per_key::key_hash(&(#key));
             ));
         }
         // With both, either may be shared by every key (a per-host breaker beside one global
@@ -50,7 +52,7 @@ impl Protection {
         let both = match (args.get("key"), args.path("circuit"), args.path("budget")) {
             (Some(k), Some(circuit), Some(budget)) => {
                 setup.extend(quote_spanned!(k.key.span()=>
-                    #krate::__private::one_by_key(&#circuit, &#budget);
+                    #krate::per_key::one_by_key(&#circuit, &#budget);
                 ));
                 true
             }
@@ -59,11 +61,11 @@ impl Protection {
         // The breaker, then the budget: the shared one, or the key's held for the call.
         // Each through its public trait's method, so that a value of the wrong type is reported
         // as that trait, with no glue of the crate's in the error.
-        let shared = [
+        let slots = [
             ("circuit", "CircuitBreaker", "AsBreaker", "as_breaker"),
             ("budget", "RetryBudget", "AsBudget", "as_budget"),
         ];
-        for (name, held_type, as_trait, as_method) in shared {
+        for (name, held_type, as_trait, as_method) in slots {
             let Some(path) = args.path(name) else {
                 continue;
             };
@@ -76,9 +78,9 @@ impl Protection {
                 let held = Ident::new(&format!("__rk_{name}"), Span::mixed_site());
                 let held_type = Ident::new(held_type, Span::call_site());
                 let pick = if both {
-                    quote_spanned!(path.span()=> #krate::__private::pick::<#krate::#held_type, _>)
+                    quote_spanned!(path.span()=> #krate::per_key::pick::<#krate::#held_type, _>)
                 } else {
-                    quote_spanned!(path.span()=> #krate::__private::keyed::<#krate::#held_type, _>)
+                    quote_spanned!(path.span()=> #krate::per_key::keyed::<#krate::#held_type, _>)
                 };
                 // A new entry is labelled with the key's `Display` text, if it has one: the key
                 // is evaluated again for that, only when the entry is made.
@@ -94,20 +96,35 @@ impl Protection {
             } else {
                 quote_spanned!(path.span()=> #krate::#as_trait::#as_method(&#path))
             };
-            equip.extend(quote!(.#method(#value)));
+            let value = match args.get("circuit") {
+                // With its conversion of a refusal: a missing `From<CircuitOpen>` is reported at
+                // the `circuit` key.
+                Some(s) if name == "circuit" => {
+                    let at_key = respan(quote!(#ret), s.key.span());
+                    let conversion =
+                        quote_spanned!(s.key.span()=> #krate::run::circuit_open::<#at_key>());
+                    quote!((#value, #conversion))
+                }
+                _ => value,
+            };
+            shared.extend(quote!(.#method(#value)));
         }
-        if let Some(s) = args.get("circuit") {
-            // A missing `From<CircuitOpen>` is reported at the `circuit` key.
+        let protection = Ident::new("__rk_protection", Span::mixed_site());
+        let error = quote!(#krate::run::ErrorOf<#ret>);
+        let equip = if shared.is_empty() {
+            TokenStream::new()
+        } else {
+            setup.extend(quote!(let #protection = #krate::run::Shared::new() #shared;));
+            quote!(let mut #call = #krate::run::Equip::<#error>::equip(&#protection, #call);)
+        };
+        if args.get("circuit").is_some() {
             let refused = Ident::new("__rk_refused", Span::mixed_site());
-            let open = Ident::new("__rk_open", Span::mixed_site());
-            let at_key = respan(quote!(#ret), s.key.span());
-            let conversion =
-                quote_spanned!(s.key.span()=> #krate::__private::circuit_open::<#at_key>());
             admit = quote! {
-                let #refused = #conversion;
-                if let ::core::result::Result::Err(#open) = #call.admit() {
-                    #krate::__private::refused(&mut #hook);
-                    return ::core::result::Result::Err(#refused(#open));
+                if let ::core::result::Result::Err(#refused) =
+                    #krate::run::Equip::<#error>::admit(&#protection, &mut #call)
+                {
+                    #krate::run::refused(&mut #hook);
+                    return ::core::result::Result::Err(#refused);
                 }
             };
         }
@@ -117,8 +134,7 @@ impl Protection {
                 let timeout = Ident::new("__rk_timeout", Span::mixed_site());
                 // A missing `From<TimedOut>` is reported at the `attempt_timeout` key.
                 let at_key = respan(quote!(#ret), s.key.span());
-                let conversion =
-                    quote_spanned!(s.key.span()=> #krate::__private::timed_out::<#at_key>());
+                let conversion = quote_spanned!(s.key.span()=> #krate::run::timed_out::<#at_key>());
                 let limit = duration(limit);
                 let setup = quote!(let #timeout = (#limit, #conversion););
                 (setup, Some(timeout))

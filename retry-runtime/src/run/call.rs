@@ -24,8 +24,6 @@ use super::policy_call::CallPolicy;
 use super::protection::{PanicGuard, Protected, Protection, Unprotected};
 use super::timeout::TimeoutSlot;
 use crate::adaptive::{Adapt, Tuning};
-use crate::breaker::CircuitBreaker;
-use crate::budget::RetryBudget;
 use crate::clock;
 use crate::context::{self, CallCtx, Entered};
 use crate::error::CircuitOpen;
@@ -40,7 +38,7 @@ use std::time::{Duration, Instant};
 /// the crate's one sync loop and one async loop:
 ///
 /// ```
-/// use retry_kit::__private::{ByTrait, Call, NoHook};
+/// use retry_kit::run::{ByTrait, Call, NoHook};
 /// use retry_kit::RetryPolicy;
 /// use std::io;
 ///
@@ -61,8 +59,8 @@ use std::time::{Duration, Instant};
 /// ```
 ///
 /// `S` is the shared protection the call carries: none ([`Unprotected`], what [`Call::new`]
-/// makes) or, once [`adaptive`](Call::adaptive), [`circuit`](Call::circuit) or
-/// [`budget`](Call::budget) is set, [`Protected`]. A type rather than `Option` fields, so that a
+/// makes) or, once a [`Shared`](super::Shared) protection [equips](super::Equip) it,
+/// [`Protected`]. A type rather than `Option` fields, so that a
 /// call without protection keeps none of its state (not in its stack frame, not across the
 /// awaits of an async retryable future) and checks none of it on the success path.
 ///
@@ -111,7 +109,7 @@ const fn once_limit(attempts: u32) -> u32 {
 
 impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     /// Start a call. `needs_clock` asks for the start time to be read even without a deadline
-    /// (for [`Failure::elapsed`]); pass the hook's [`Hook::wants_clock`].
+    /// (for [`Failure::elapsed`](super::Failure::elapsed)); pass the hook's [`Hook::wants_clock`].
     // Always inlined, so that with a `const` policy and no hook the clock branch folds away
     // and the success path is a thread-local read and a few stores; the clock work itself
     // stays out of line in `clocked`.
@@ -184,7 +182,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// (and still records it).
     // Out of line: the tuning is rare work, and inlined it would bloat every protected call.
     #[inline(never)]
-    pub fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p>, P> {
+    pub(super) fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p>, P> {
         let policy = *self.policy.policy();
         let tuned = source.tune(Tuning {
             attempts: policy.attempts,
@@ -208,27 +206,10 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         call
     }
 
-    /// Consult `breaker` before every attempt of this call. Call [`admit`](Self::admit) before
-    /// the first one.
-    #[inline]
-    pub fn circuit(self, breaker: &'p CircuitBreaker) -> Call<'p, Protected<'p>, P> {
-        let mut call = self.protected();
-        call.protection.breaker = Some(breaker);
-        call
-    }
-
-    /// Charge this call's failures to `budget` and ask it before every retry.
-    #[inline]
-    pub fn budget(self, budget: &'p RetryBudget) -> Call<'p, Protected<'p>, P> {
-        let mut call = self.protected();
-        call.protection.budget = Some(budget);
-        call
-    }
-
     /// Ask the breaker (if any) for the first attempt. On `Err`, make no attempt: return the
     /// refusal, converted into the call's error type.
     #[inline]
-    pub fn admit(&mut self) -> Result<(), CircuitOpen> {
+    pub(super) fn admit(&mut self) -> Result<(), CircuitOpen> {
         self.protection.admit()
     }
 

@@ -1,35 +1,4 @@
 //! Hedged attempts: when an attempt is slow, start another beside it; the first success wins.
-//!
-//! A hedged call runs over the same engine ([`Call`]) as every other: the engine counts the
-//! attempts, classifies each failure, asks the breaker and the budget before every attempt
-//! after the first, and builds the [`Failure`](super::Failure) records. What differs is the
-//! loop, [`retry_hedged!`](crate::retry_hedged), and the set of attempts in flight it keeps,
-//! [`Hedging`]:
-//!
-//! - the first attempt starts at once; while fewer than `attempts` have started, each start arms
-//!   a timer of the hedge delay, and when it fires before any answer, the next attempt starts
-//!   beside the running ones (if the deadline has not passed and the budget and breaker admit
-//!   it, as they would a retry: gRPC throttles hedges with the same tokens);
-//! - the first success is the call's result, and the attempts still running are dropped
-//!   (cancelled): their breaker permits are released as neither success nor failure;
-//! - a retryable failure starts the next attempt at once (after its retry-after, if it gave
-//!   one), not after a backoff: the running attempts have already waited;
-//! - a failure that stops the call (permanent, "already done") ends it at once, as in gRPC,
-//!   where a fatal status commits the call; a stop for any other reason (attempts used up, the
-//!   budget, the breaker, the deadline) only means no new attempt: the call waits for the
-//!   attempts still running ([`Next::Wait`](super::Next::Wait)).
-//!
-//! The hedge delay is a real timer of the async runtime, as `attempt_timeout` is: inside
-//! [`testing::record_sleeps_async`](crate::testing::record_sleeps_async) a hedged call still
-//! waits for it (it cannot know when a pending attempt would answer), so test hedging on tokio's
-//! paused clock, where the wait is virtual. A retry-after wait between attempts is recorded
-//! like any other sleep.
-//!
-//! Every attempt sees its own number through [`current_attempt`](crate::current_attempt) and
-//! the call's one idempotency key (drawn when the call starts, since several attempts may ask
-//! at once). Each attempt future is boxed: attempts run side by side and are dropped out of
-//! order, which a fixed slot in the caller's future cannot express. A hedged call allocates
-//! one box per attempt it starts; a call that is not hedged allocates nothing.
 
 use super::call::Call;
 use super::classifier::Classifier;
@@ -264,7 +233,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// Hedge slow attempts of [`call_async`](Hedge::call_async), as
     /// `#[retryable(hedge = ...)]` does: when an attempt has not answered after `after`,
     /// start the next one beside it (up to the policy's `attempts` started in all); the first
-    /// success wins and the others are dropped. See [`hedge`](super::hedge) for every rule.
+    /// success wins and the others are dropped. See [`Hedge`] for every rule.
     ///
     /// Hedging runs the operation more than once at the same time, so it needs a policy
     /// declared [`idempotent`](crate::RetryPolicy::idempotent): with any other policy this is
@@ -325,6 +294,37 @@ impl std::fmt::Display for HedgeNotIdempotent {
 impl std::error::Error for HedgeNotIdempotent {}
 
 /// A [`Retry`] that hedges slow attempts: what [`Retry::hedge`] makes. Async only.
+///
+/// A hedged call runs over the same engine ([`Call`]) as every other: the engine counts the
+/// attempts, classifies each failure, asks the breaker and the budget before every attempt
+/// after the first, and builds the [`Failure`](super::Failure) records. What differs is the
+/// loop, [`retry_hedged!`](crate::retry_hedged), and the set of attempts in flight it keeps,
+/// [`Hedging`]:
+///
+/// - the first attempt starts at once; while fewer than `attempts` have started, each start arms
+///   a timer of the hedge delay, and when it fires before any answer, the next attempt starts
+///   beside the running ones (if the deadline has not passed and the budget and breaker admit
+///   it, as they would a retry: gRPC throttles hedges with the same tokens);
+/// - the first success is the call's result, and the attempts still running are dropped
+///   (cancelled): their breaker permits are released as neither success nor failure;
+/// - a retryable failure starts the next attempt at once (after its retry-after, if it gave
+///   one), not after a backoff: the running attempts have already waited;
+/// - a failure that stops the call (permanent, "already done") ends it at once, as in gRPC,
+///   where a fatal status commits the call; a stop for any other reason (attempts used up, the
+///   budget, the breaker, the deadline) only means no new attempt: the call waits for the
+///   attempts still running ([`Next::Wait`](super::Next::Wait)).
+///
+/// The hedge delay is a real timer of the async runtime, as `attempt_timeout` is: inside
+/// [`testing::record_sleeps_async`](crate::testing::record_sleeps_async) a hedged call still
+/// waits for it (it cannot know when a pending attempt would answer), so test hedging on tokio's
+/// paused clock, where the wait is virtual. A retry-after wait between attempts is recorded
+/// like any other sleep.
+///
+/// Every attempt sees its own number through [`current_attempt`](crate::current_attempt) and
+/// the call's one idempotency key (drawn when the call starts, since several attempts may ask
+/// at once). Each attempt future is boxed: attempts run side by side and are dropped out of
+/// order, which a fixed slot in the caller's future cannot express. A hedged call allocates
+/// one box per attempt it starts; a call that is not hedged allocates nothing.
 #[derive(Clone, Debug)]
 #[must_use = "a Retry does nothing until `call_async`"]
 pub struct Hedge<'p, C, H, S, T> {
@@ -374,14 +374,14 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
 /// company. `attempt` makes a new attempt future each time it is evaluated, whose outcome is
 /// `outcome`; `timeout` (a [`TimeoutSlot`](crate::run::TimeoutSlot)) limits each attempt, and
 /// `then` maps a settled outcome (identity, or `retry_if`'s flag); `hedge` is the delay after
-/// which a running attempt is hedged. See [`hedge`](crate::run::hedge).
-#[doc(hidden)]
+/// which a running attempt is hedged. See [`Retry::hedge`](crate::Retry::hedge) for the rules,
+/// and [`Hedge::call_async_with`], which runs this loop over closures.
 #[macro_export]
 macro_rules! retry_hedged {
     ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr,
      outcome: $outcome:ty, timeout: $timeout:expr, then: $then:expr, sleep: $sleep:expr,
      hedge: $delay:expr) => {{
-        let mut hedging = $crate::run::hedge::Hedging::new($delay);
+        let mut hedging = $crate::run::Hedging::new($delay);
         let mut timer = ::core::pin::pin!(::core::option::Option::None);
         let mut start = true;
         loop {
@@ -391,7 +391,7 @@ macro_rules! retry_hedged {
                 timer.set(due.map(&$sleep));
             }
             match hedging.next(&mut $call, timer.as_mut()).await {
-                $crate::run::hedge::Event::Finished { number, out, hold } => {
+                $crate::run::Event::Finished { number, out, hold } => {
                     let mut timed_out = false;
                     let out =
                         $crate::run::TimeoutSlot::settle::<$outcome>($timeout, out, &mut timed_out);
@@ -419,7 +419,7 @@ macro_rules! retry_hedged {
                         }
                     }
                 }
-                $crate::run::hedge::Event::Timer => {
+                $crate::run::Event::Timer => {
                     start = hedging.timer_fired(&mut $call, $hook);
                 }
             }

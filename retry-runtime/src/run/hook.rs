@@ -20,7 +20,7 @@ pub trait Hook<E> {
         let _ = attempt;
     }
     /// Called when a hedged call starts attempt number `attempt` beside `running` attempts
-    /// that have not answered within the hedge delay (see [`hedge`](super::hedge); nothing by
+    /// that have not answered within the hedge delay (see [`Hedge`](super::Hedge); nothing by
     /// default). A hedge is not a failure, so a user's `on_failure` function does not see it;
     /// `tracing` events and `metrics` do.
     #[inline]

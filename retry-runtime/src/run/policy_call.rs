@@ -70,7 +70,7 @@ impl RetryPolicy {
 /// pointer to it and the constant's fields fold into the code.
 ///
 /// ```
-/// use retry_kit::__private::{Call, CallPolicy};
+/// use retry_kit::run::{Call, CallPolicy};
 /// use retry_kit::RetryPolicy;
 ///
 /// #[derive(Clone, Copy)]

@@ -51,7 +51,7 @@ pub trait Protection<'p>: PanicSink + Sized {
     fn admit(&mut self) -> Result<(), CircuitOpen>;
     /// What belongs to one attempt rather than to the call: its breaker permit and when it
     /// started. Hedged attempts run side by side, so each keeps its own (see
-    /// [`hedge`](super::hedge)); a sequential call keeps the one running attempt's here.
+    /// [`Hedge`](super::Hedge)); a sequential call keeps the one running attempt's here.
     type Hold;
     /// Take the attempt that just began (its permit and start time) out of the call.
     fn take_hold(&mut self) -> Self::Hold;

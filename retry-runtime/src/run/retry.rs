@@ -5,7 +5,7 @@ use super::classifier::{ByTrait, Classifier};
 use super::hook::{Displayed, Hook, NoHook};
 use super::outcome::{Conversion, Outcome};
 use super::protection::Unprotected;
-use super::shared::{Equip, IntoShared, Shared, WithAdaptive, WithBudget, WithCircuit};
+use super::shared::{Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
 use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
@@ -200,12 +200,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     where
         S: IntoShared,
     {
-        let shared = self.protection.into_shared();
-        let protection = Shared {
-            circuit: shared.circuit,
-            budget: shared.budget,
-            adaptive: source,
-        };
+        let protection = self.protection.into_shared().adaptive(source);
         rebuild!(self, protection: protection)
     }
 
@@ -255,12 +250,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     where
         S: IntoShared,
     {
-        let shared = self.protection.into_shared();
-        let protection = Shared {
-            circuit: breaker,
-            budget: shared.budget,
-            adaptive: shared.adaptive,
-        };
+        let protection = self.protection.into_shared().circuit(breaker);
         rebuild!(self, protection: protection)
     }
 
@@ -274,12 +264,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     where
         S: IntoShared,
     {
-        let shared = self.protection.into_shared();
-        let protection = Shared {
-            circuit: (breaker, refused),
-            budget: shared.budget,
-            adaptive: shared.adaptive,
-        };
+        let protection = self.protection.into_shared().circuit((breaker, refused));
         rebuild!(self, protection: protection)
     }
 
@@ -312,12 +297,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     where
         S: IntoShared,
     {
-        let shared = self.protection.into_shared();
-        let protection = Shared {
-            circuit: shared.circuit,
-            budget,
-            adaptive: shared.adaptive,
-        };
+        let protection = self.protection.into_shared().budget(budget);
         rebuild!(self, protection: protection)
     }
 

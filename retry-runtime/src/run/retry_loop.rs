@@ -15,7 +15,27 @@
 ///
 /// `after` is passed in so that generated code can give it the span of the declared return
 /// type, where type errors about the outcome are then reported.
-#[doc(hidden)]
+///
+/// This is the loop `#[retryable]` writes around a sync body, and [`Retry::call`](crate::Retry::call)
+/// runs: the attempt is an expression written inside the loop, so it borrows what it uses
+/// afresh each time (a `&mut` argument, `&mut self`), which no closure handed to a function can.
+///
+/// ```
+/// use retry_kit::run::{ByTrait, Call, NoHook, retry_sync};
+/// use retry_kit::RetryPolicy;
+/// use std::{io, time::Duration};
+///
+/// fn append(log: &mut Vec<&'static str>) -> io::Result<usize> {
+///     log.push("attempt");
+///     if log.len() < 3 { Err(io::ErrorKind::ConnectionReset.into()) } else { Ok(log.len()) }
+/// }
+///
+/// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(5);
+/// let mut log = Vec::new();
+/// let mut call = Call::new(&policy, false);
+/// let out = retry_sync!(call.after(&ByTrait, &mut NoHook) <- call.attempt_sync(|| append(&mut log)));
+/// assert_eq!(out.unwrap(), 3);
+/// ```
 #[macro_export]
 macro_rules! retry_sync {
     ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr) => {
@@ -32,7 +52,30 @@ macro_rules! retry_sync {
 /// The async retry loop: as [`retry_sync!`](crate::retry_sync), awaiting `attempt` and
 /// sleeping with `sleep` (a `Fn(Duration)` returning a future). Inside
 /// `testing::record_sleeps_async` the wait is recorded instead of slept.
-#[doc(hidden)]
+///
+/// The loop `#[retryable]` writes around an async body: each attempt is an `async` block made
+/// inside the loop, so it borrows the arguments afresh.
+///
+/// ```
+/// use retry_kit::run::{ByTrait, Call, NoHook, retry_async, tokio_sleep};
+/// use retry_kit::RetryPolicy;
+/// use std::{io, time::Duration};
+///
+/// async fn send(sent: &mut u32) -> io::Result<u32> {
+///     *sent += 1;
+///     if *sent < 2 { Err(io::ErrorKind::ConnectionRefused.into()) } else { Ok(*sent) }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let policy = RetryPolicy::fixed(Duration::from_millis(10)).attempts(3);
+/// let mut sent = 0;
+/// let mut call = Call::new(&policy, false);
+/// let out: io::Result<u32> = retry_async!(call.after(&ByTrait, &mut NoHook)
+///     <- call.attempt_async(async { send(&mut sent).await }).await, sleep: tokio_sleep);
+/// assert_eq!(out.unwrap(), 2);
+/// # }
+/// ```
 #[macro_export]
 macro_rules! retry_async {
     ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr, sleep: $sleep:expr) => {

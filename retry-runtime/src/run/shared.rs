@@ -8,6 +8,7 @@
 
 use super::call::Call;
 use super::outcome::{Conversion, Outcome};
+use super::policy_call::CallPolicy;
 use super::protection::{Protected, Protection, Unprotected};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
@@ -41,6 +42,79 @@ impl<'p, K: std::fmt::Debug, B: BudgetSlot<'p>, A: AdaptiveSlot<'p>> std::fmt::D
             .field("budget", &self.budget.budget())
             .field("adaptive", &self.adaptive.adaptive().is_some())
             .finish()
+    }
+}
+
+impl Shared<NoCircuit> {
+    /// No breaker, budget or adaptive policy yet: set them with [`circuit`](Self::circuit),
+    /// [`budget`](Self::budget) and [`adaptive`](Self::adaptive).
+    ///
+    /// What `#[retryable(circuit = .., budget = .., adaptive = ..)]` equips each call with, and
+    /// what a [`Retry`](super::Retry) builder keeps:
+    ///
+    /// ```
+    /// use retry_kit::run::{ByTrait, Call, Equip, NoHook, Shared};
+    /// use retry_kit::{CircuitBreaker, RetryBudget, RetryPolicy};
+    /// use std::{io, time::Duration};
+    ///
+    /// static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
+    /// static BUDGET: RetryBudget = RetryBudget::new(10, 0.1);
+    /// let protection = Shared::new().circuit(&BREAKER).budget(&BUDGET);
+    ///
+    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(3);
+    /// let call = Call::new(&policy, false);
+    /// let mut call = Equip::<io::Error>::equip(&protection, call);
+    /// Equip::<io::Error>::admit(&protection, &mut call).expect("the breaker is closed");
+    /// let out: io::Result<u32> = call.attempt_sync(|| Ok(7));
+    /// assert_eq!(call.after(&out, &ByTrait, &mut NoHook), None);
+    /// ```
+    #[inline]
+    pub const fn new() -> Self {
+        Shared {
+            circuit: NoCircuit,
+            budget: NoBudget,
+            adaptive: NoAdaptive,
+        }
+    }
+}
+
+impl Default for Shared<NoCircuit> {
+    fn default() -> Self {
+        Shared::new()
+    }
+}
+
+impl<K, B, A> Shared<K, B, A> {
+    /// The same protection with this breaker slot: a `&CircuitBreaker` (a refused first
+    /// attempt becomes `E::from(CircuitOpen)`), or a breaker with its own conversion,
+    /// `(&CircuitBreaker, fn(CircuitOpen) -> E)`.
+    #[inline]
+    pub fn circuit<K2>(self, circuit: K2) -> Shared<K2, B, A> {
+        Shared {
+            circuit,
+            budget: self.budget,
+            adaptive: self.adaptive,
+        }
+    }
+
+    /// The same protection with this budget slot (a `&RetryBudget`).
+    #[inline]
+    pub fn budget<B2>(self, budget: B2) -> Shared<K, B2, A> {
+        Shared {
+            circuit: self.circuit,
+            budget,
+            adaptive: self.adaptive,
+        }
+    }
+
+    /// The same protection with this adaptive slot (a `&dyn Adapt`).
+    #[inline]
+    pub fn adaptive<A2>(self, adaptive: A2) -> Shared<K, B, A2> {
+        Shared {
+            circuit: self.circuit,
+            budget: self.budget,
+            adaptive,
+        }
     }
 }
 
@@ -126,11 +200,7 @@ impl IntoShared for Unprotected {
     type Adaptive = NoAdaptive;
     #[inline]
     fn into_shared(self) -> Shared<NoCircuit> {
-        Shared {
-            circuit: NoCircuit,
-            budget: NoBudget,
-            adaptive: NoAdaptive,
-        }
+        Shared::new()
     }
 }
 
@@ -153,9 +223,9 @@ impl<K, B, A> IntoShared for Shared<K, B, A> {
 /// sync_success_breaker/fn by callgrind).
 pub trait Equip<'p, E>: CallState<'p> {
     /// Equip `call` with the breaker, budget and adaptive policy.
-    fn equip(&self, call: Call<'p>) -> Call<'p, Self::State>;
+    fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Self::State, P>;
     /// Ask the breaker for the first attempt; `Err` when it refuses.
-    fn admit(&self, call: &mut Call<'p, Self::State>) -> Result<(), E>;
+    fn admit<P: CallPolicy>(&self, call: &mut Call<'p, Self::State, P>) -> Result<(), E>;
 }
 
 /// The protection state the calls a builder's protection equips carry: a trait of its own,
@@ -178,11 +248,11 @@ impl<'p, K, B, A> CallState<'p> for Shared<K, B, A> {
 
 impl<'p, E> Equip<'p, E> for Unprotected {
     #[inline(always)]
-    fn equip(&self, call: Call<'p>) -> Call<'p> {
+    fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Unprotected, P> {
         call
     }
     #[inline(always)]
-    fn admit(&self, _: &mut Call<'p>) -> Result<(), E> {
+    fn admit<P: CallPolicy>(&self, _: &mut Call<'p, Unprotected, P>) -> Result<(), E> {
         Ok(())
     }
 }
@@ -198,7 +268,7 @@ where
     // Always inlined: left to the optimiser it stayed out of line, 47 more instructions a call
     // (sync_success_breaker/fn: 317 against 270, by callgrind).
     #[inline(always)]
-    fn equip(&self, call: Call<'p>) -> Call<'p, Protected<'p>> {
+    fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Protected<'p>, P> {
         let mut call = match self.adaptive.adaptive() {
             Some(source) => call.adaptive(source),
             None => call.protected(),
@@ -209,7 +279,7 @@ where
         call
     }
     #[inline(always)]
-    fn admit(&self, call: &mut Call<'p, Protected<'p>>) -> Result<(), E> {
+    fn admit<P: CallPolicy>(&self, call: &mut Call<'p, Protected<'p>, P>) -> Result<(), E> {
         match self.circuit.slot() {
             Some((_, refused)) => call.admit().map_err(refused),
             None => Ok(()),

@@ -21,7 +21,7 @@ where
     Timed { body, timer, limit }
 }
 
-/// The future of [`timed`].
+/// An attempt raced against a timer: the future a [`TimeoutSlot`] with a limit wraps each attempt in.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct Timed<F, S> {

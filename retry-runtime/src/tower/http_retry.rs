@@ -7,11 +7,11 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{ForEachRequest, Held, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
-use crate::run::classifier::Classifier;
-use crate::run::hook::{Hook, NoHook};
+use crate::run::Classifier;
 use crate::run::retry::begin;
 use crate::run::shared::Shared;
-use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use crate::run::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use crate::run::{Hook, NoHook};
 use crate::{CircuitBreaker, RetryBudget, observe};
 
 use ::http::{Request, Response, StatusCode};

@@ -1,4 +1,4 @@
-//! The engine's decisions for a hedged call (see [`hedge`](crate::run::hedge)): when another
+//! The engine's decisions for a hedged call (see [`Hedge`](crate::run::Hedge)): when another
 //! attempt may start beside the running ones, and what follows each one's outcome.
 
 use super::Call;
@@ -69,7 +69,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         self.protection.admit_retry(Ok(Duration::ZERO)).is_ok()
     }
 
-    /// Decide what follows an attempt of a hedged call (see [`hedge`](crate::run::hedge)), calling
+    /// Decide what follows an attempt of a hedged call (see [`Hedge`](crate::run::Hedge)), calling
     /// the hook once if it failed: the same decision as a sequential call's
     /// ([`after`](Call::after)), except that the next attempt starts at once (the running ones
     /// have already waited longer than a backoff) and a stop that is not the error's own waits
