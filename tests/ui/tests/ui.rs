@@ -18,7 +18,8 @@ fn ui() {
         feature = "http",
         feature = "reqwest",
         feature = "tonic",
-        feature = "tracing"
+        feature = "tracing",
+        feature = "tower"
     )) {
         t.compile_fail("fail-all-features/*.rs");
     }
