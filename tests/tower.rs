@@ -5,7 +5,9 @@
 #![deny(warnings, unused_qualifications)]
 
 use retry_kit::tower::RetryLayer;
-use retry_kit::{CircuitBreaker, CircuitOpen, Classify, Failure, Next, RetryPolicy, TimedOut};
+use retry_kit::{
+    CircuitBreaker, CircuitOpen, Classify, Failure, Next, RetryBudget, RetryPolicy, TimedOut,
+};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -190,6 +192,46 @@ async fn the_breaker_opens_and_then_refuses_calls_without_reaching_the_service()
     // The next call makes no attempt: the breaker's refusal, through `From<CircuitOpen>`.
     assert_eq!(ready_call(&mut service, "b").await, Err(ApiError::Open));
     assert_eq!(seen.requests.lock().unwrap().len(), 2);
+}
+
+/// An error type that holds neither a `TimedOut` nor a `CircuitOpen`.
+#[derive(Debug, PartialEq, Classify)]
+#[classify(transient)]
+struct Refused;
+
+/// Refuses every call, with an error that has no `From` impls.
+#[derive(Clone)]
+struct Refusing(Arc<AtomicU32>);
+
+impl Service<String> for Refusing {
+    type Response = ();
+    type Error = Refused;
+    type Future = std::future::Ready<Result<(), Refused>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Refused>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: String) -> Self::Future {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        std::future::ready(Err(Refused))
+    }
+}
+
+static SPARE_BUDGET: RetryBudget = RetryBudget::new(10, 0.1);
+
+#[tokio::test(start_paused = true)]
+async fn without_a_timeout_or_a_breaker_the_error_type_needs_no_from_impls() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let mut service = RetryLayer::new(fixed(0, 3))
+        .budget(&SPARE_BUDGET)
+        .layer(Refusing(calls.clone()));
+    assert_eq!(ready_call(&mut service, "a").await, Err(Refused));
+    assert_eq!(ready_call(&mut service, "b").await, Err(Refused));
+    // The budget is asked too: each failed attempt costs a token, and a retry starts only while
+    // more than half of the 10 are left, so the second call stops after its second attempt.
+    assert_eq!(calls.load(Ordering::Relaxed), 5);
+    assert_eq!(SPARE_BUDGET.tokens(), 5.0);
 }
 
 #[test]

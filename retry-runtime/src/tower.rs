@@ -93,6 +93,7 @@
 mod http_retry;
 #[cfg(feature = "http")]
 mod replay;
+mod service_error;
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
@@ -106,13 +107,16 @@ pub use http_retry::{
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use replay::{BodyNotReplayable, ReplayBody};
 
+pub use service_error::{HoldsCircuitOpen, HoldsTimedOut, ProtectionOf, TimeoutOf};
+
 use crate::clock;
+use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
 use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::retry::begin;
-use crate::run::shared::{CallState, Equip, IntoShared, WithBudget, WithCircuit};
-use crate::run::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use crate::run::shared::{CallState, IntoShared, WithBudget, WithCircuit};
+use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{ByTrait, Classifier};
 use crate::run::{Hook, NoHook};
 use crate::{CircuitBreaker, RetryBudget, observe};
@@ -166,7 +170,8 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
     }
 
     /// Consult `breaker` before every attempt; a refused first attempt returns
-    /// `Err(E::from(CircuitOpen))`.
+    /// `Err(E::from(CircuitOpen))`, so the service's error type `E` must implement
+    /// `From<CircuitOpen>` ([`HoldsCircuitOpen`]).
     pub fn circuit(
         self,
         breaker: &'static CircuitBreaker,
@@ -194,7 +199,8 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
         }
     }
 
-    /// Cancel each attempt after `limit`: its error is `E::from(TimedOut)`, idempotent-only.
+    /// Cancel each attempt after `limit`: its error is `E::from(TimedOut)`, idempotent-only, so
+    /// the service's error type `E` must implement `From<TimedOut>` ([`HoldsTimedOut`]).
     pub fn attempt_timeout(self, limit: Duration) -> RetryLayer<C, H, S, AttemptTimeout> {
         RetryLayer {
             policy: self.policy,
@@ -224,15 +230,24 @@ impl<Svc, C: Clone, H: Clone, S: Clone, T: Clone> Layer<Svc> for RetryLayer<C, H
 
 /// The service a [`RetryLayer`] makes. `Clone` when the inner service is; its futures are
 /// `Send` when the inner service's are.
+///
+/// Its error type is the inner service's, which must hold what the layer adds: a
+/// [`TimedOut`] with `.attempt_timeout(..)` ([`HoldsTimedOut`]), a [`CircuitOpen`] with
+/// `.circuit(..)` ([`HoldsCircuitOpen`]).
 #[derive(Clone, Debug)]
 pub struct RetryService<Svc, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
     inner: Svc,
     layer: RetryLayer<C, H, S, T>,
 }
 
+/// The future of a [`RetryService`]'s calls.
+type ResponseFuture<R, E> = Pin<Box<dyn Future<Output = Result<R, E>> + Send>>;
+
 impl<Svc, Req, C, H, S, T> Service<Req> for RetryService<Svc, C, H, S, T>
 where
     Svc: Service<Req> + Clone + Send + 'static,
+    <T as TimeoutOf<Svc::Error>>::Holder: HoldsTimedOut,
+    <S as ProtectionOf<Svc::Error>>::Holder: HoldsCircuitOpen,
     Svc::Future: Send,
     Svc::Response: Send,
     Svc::Error: Send,
@@ -240,13 +255,13 @@ where
     C: Classifier<Svc::Error> + Clone + Send + Sync + 'static,
     H: Hook<Svc::Error> + Clone + Send + 'static,
     observe::Observed<H>: Hook<Svc::Error> + Send,
-    S: for<'p> Equip<'p, Svc::Error> + Clone + Send + Sync + 'static,
-    for<'p> <S as CallState<'p>>::State: Send,
-    T: TimeoutSlot<Svc::Error> + Clone + Send + 'static,
+    S: ProtectionOf<Svc::Error> + Clone + Send + Sync + 'static,
+    for<'p> <S::Equipped as CallState<'p>>::State: Send,
+    T: TimeoutOf<Svc::Error> + Clone + Send + 'static,
 {
     type Response = Svc::Response;
     type Error = Svc::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Svc::Response, Svc::Error>> + Send>>;
+    type Future = ResponseFuture<Svc::Response, Svc::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -259,8 +274,9 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let RetryLayer { policy, retry } = self.layer.clone();
         Box::pin(async move {
-            let retry = retry.with_policy(&policy);
-            let timeout = &retry.timeout.slot();
+            let timeout = &retry.timeout.limit(<_ as From<TimedOut>>::from);
+            let protection = retry.protection.equipped(<_ as From<CircuitOpen>>::from);
+            let retry = retry.with_policy(&policy).with_protection(protection);
             let sleep = clock::tokio_sleep;
             begin!(retry, Result<Svc::Response, Svc::Error> => call, classifier, hook);
             let mut ready = true;

@@ -368,11 +368,9 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     }
 
     /// The same builder with other protection: how the HTTP middleware equips each request with
-    /// the breaker and budget of its authority (and `tower::HttpRetryLayer` likewise).
-    #[cfg(any(
-        feature = "reqwest-middleware",
-        all(feature = "tower", feature = "http")
-    ))]
+    /// the breaker and budget of its authority (and `tower::HttpRetryLayer` likewise), and
+    /// `tower::RetryLayer` each call with its breaker's conversion of a refusal.
+    #[cfg(any(feature = "reqwest-middleware", feature = "tower"))]
     pub(crate) fn with_protection<S2>(self, protection: S2) -> Retry<'p, C, H, S2, T> {
         rebuild!(self, protection: protection)
     }

@@ -97,6 +97,18 @@ impl<K, B, A> Shared<K, B, A> {
         }
     }
 
+    /// The same protection with its breaker slot mapped by `f`: how a tower layer gives the
+    /// breaker of each call its conversion of a refusal.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(crate) fn map_circuit<K2>(self, f: impl FnOnce(K) -> K2) -> Shared<K2, B, A> {
+        Shared {
+            circuit: f(self.circuit),
+            budget: self.budget,
+            adaptive: self.adaptive,
+        }
+    }
+
     /// The same protection with this budget slot (a `&RetryBudget`).
     #[inline]
     pub fn budget<B2>(self, budget: B2) -> Shared<K, B2, A> {
