@@ -227,7 +227,8 @@ async fn without_a_timeout_or_a_breaker_the_error_type_needs_no_from_impls() {
         .budget(&SPARE_BUDGET)
         .layer(Refusing(calls.clone()));
     assert_eq!(ready_call(&mut service, "a").await, Err(Refused));
-    assert_eq!(ready_call(&mut service, "b").await, Err(Refused));
+    // The inherent `call`, found by a method call, retries the same way.
+    assert_eq!(service.call("b".to_owned()).await, Err(Refused));
     // The budget is asked too: each failed attempt costs a token, and a retry starts only while
     // more than half of the 10 are left, so the second call stops after its second attempt.
     assert_eq!(calls.load(Ordering::Relaxed), 5);

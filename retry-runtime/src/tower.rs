@@ -243,6 +243,53 @@ pub struct RetryService<Svc, C = ByTrait, H = NoHook, S = Unprotected, T = NoTim
 /// The future of a [`RetryService`]'s calls.
 type ResponseFuture<R, E> = Pin<Box<dyn Future<Output = Result<R, E>> + Send>>;
 
+// `call` is an inherent method too, with the `Service` impl's bounds written out again: a
+// method call (`service.call(req)`) finds it first, and rustc reports an unmet bound of a
+// method at the call, with that bound's own message ("a `RetryLayer` with
+// `.attempt_timeout(..)` needs `impl From<TimedOut>` for the service's error type `Busy`").
+// Through the impl alone it said "the method `call` exists for struct `RetryService<..>`, but
+// its trait bounds were not satisfied", naming every parameter of the service's type.
+impl<Svc, C, H, S, T> RetryService<Svc, C, H, S, T> {
+    /// [`Service::call`], also callable without the trait in scope: send `req` (the service
+    /// must be ready, as for `Service::call`) and retry it by the layer's policy.
+    pub fn call<Req>(&mut self, req: Req) -> ResponseFuture<Svc::Response, Svc::Error>
+    where
+        Svc: Service<Req> + Clone + Send + 'static,
+        <T as TimeoutOf<Svc::Error>>::Holder: HoldsTimedOut,
+        <S as ProtectionOf<Svc::Error>>::Holder: HoldsCircuitOpen,
+        Svc::Future: Send,
+        Svc::Response: Send,
+        Svc::Error: Send,
+        Req: Clone + Send + 'static,
+        C: Classifier<Svc::Error> + Clone + Send + Sync + 'static,
+        H: Hook<Svc::Error> + Clone + Send + 'static,
+        observe::Observed<H>: Hook<Svc::Error> + Send,
+        S: ProtectionOf<Svc::Error> + Clone + Send + Sync + 'static,
+        for<'p> <S::Equipped as CallState<'p>>::State: Send,
+        T: TimeoutOf<Svc::Error> + Clone + Send + 'static,
+    {
+        // The service driven to readiness serves the first attempt; a clone takes its place
+        // for the next call, and is made ready again before each retry.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let RetryLayer { policy, retry } = self.layer.clone();
+        Box::pin(async move {
+            let timeout = &retry.timeout.limit(<_ as From<TimedOut>>::from);
+            let protection = retry.protection.equipped(<_ as From<CircuitOpen>>::from);
+            let retry = retry.with_policy(&policy).with_protection(protection);
+            let sleep = clock::tokio_sleep;
+            begin!(retry, Result<Svc::Response, Svc::Error> => call, classifier, hook);
+            let mut ready = true;
+            crate::retry_async!(call.after(&classifier, &mut hook) <-
+                {
+                    let out = call.attempt_timed(timeout, attempt(&mut inner, req.clone(), &mut ready), sleep).await;
+                    call.settle::<Result<Svc::Response, Svc::Error>, _>(timeout, out)
+                },
+                sleep: sleep)
+        })
+    }
+}
+
 impl<Svc, Req, C, H, S, T> Service<Req> for RetryService<Svc, C, H, S, T>
 where
     Svc: Service<Req> + Clone + Send + 'static,
@@ -268,25 +315,7 @@ where
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        // The service driven to readiness serves the first attempt; a clone takes its place
-        // for the next call, and is made ready again before each retry.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let RetryLayer { policy, retry } = self.layer.clone();
-        Box::pin(async move {
-            let timeout = &retry.timeout.limit(<_ as From<TimedOut>>::from);
-            let protection = retry.protection.equipped(<_ as From<CircuitOpen>>::from);
-            let retry = retry.with_policy(&policy).with_protection(protection);
-            let sleep = clock::tokio_sleep;
-            begin!(retry, Result<Svc::Response, Svc::Error> => call, classifier, hook);
-            let mut ready = true;
-            crate::retry_async!(call.after(&classifier, &mut hook) <-
-                {
-                    let out = call.attempt_timed(timeout, attempt(&mut inner, req.clone(), &mut ready), sleep).await;
-                    call.settle::<Result<Svc::Response, Svc::Error>, _>(timeout, out)
-                },
-                sleep: sleep)
-        })
+        RetryService::call(self, req)
     }
 }
 
