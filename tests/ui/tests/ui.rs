@@ -7,7 +7,8 @@
 //!
 //! A few diagnostics list every type that implements `Classify`, a list the optional
 //! integrations extend; those cases live in `tests/ui/fail-all-features/` and are checked with
-//! every feature on, as the README's test command runs them.
+//! every feature on, as the README's test command runs them. The tower layers' cases live in
+//! `tests/ui/fail-tower/` and are checked with the `tower` feature on.
 
 #[test]
 fn ui() {
@@ -22,5 +23,8 @@ fn ui() {
         feature = "tower"
     )) {
         t.compile_fail("fail-all-features/*.rs");
+    }
+    if cfg!(feature = "tower") {
+        t.compile_fail("fail-tower/*.rs");
     }
 }
