@@ -107,7 +107,7 @@ pub use http_retry::{
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use replay::{BodyNotReplayable, ReplayBody};
 
-pub use service_error::{HoldsCircuitOpen, HoldsTimedOut, ProtectionOf, TimeoutOf};
+pub use service_error::{ProtectionOf, TimeoutOf};
 
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
@@ -116,7 +116,7 @@ use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::retry::begin;
 use crate::run::shared::{CallState, IntoShared, WithBudget, WithCircuit};
-use crate::run::{AttemptTimeout, NoTimeout};
+use crate::run::{AttemptTimeout, HoldsCircuitOpen, HoldsTimedOut, NoTimeout};
 use crate::run::{ByTrait, Classifier};
 use crate::run::{Hook, NoHook};
 use crate::{CircuitBreaker, RetryBudget, observe};

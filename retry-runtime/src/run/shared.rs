@@ -436,15 +436,20 @@ impl<B: AsBudget + ?Sized> AsBudget for Arc<B> {
     }
 }
 
-/// An error type that can hold a [`CircuitOpen`]: what `#[retryable(circuit = ...)]` requires.
+/// An error type that can hold a [`CircuitOpen`]: what a breaker asks of the error type, at
+/// `#[retryable(circuit = ...)]` and of a service behind `RetryLayer::circuit`. Implemented for
+/// every `E: From<CircuitOpen>`.
 #[diagnostic::on_unimplemented(
-    message = "`circuit = ...` needs `impl From<CircuitOpen>` for the error type `{Self}`",
+    message = "`circuit` needs `impl From<CircuitOpen>` for the error type `{Self}`",
     label = "the error type cannot hold a `CircuitOpen`",
-    note = "when the breaker refuses the first attempt, the function returns `Err(E::from(CircuitOpen))` without running its body",
-    note = "add `impl From<retry_kit::CircuitOpen> for E`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
+    note = "when the breaker refuses the first attempt, the call returns `Err(E::from(CircuitOpen))` without making it",
+    note = "add `impl From<retry_kit::CircuitOpen> for {Self}`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
 )]
 pub trait HoldsCircuitOpen: From<CircuitOpen> {}
 
+// Not looked through by diagnostics: a missing impl is reported as this trait, with its
+// message, rather than as the `From<CircuitOpen>` bound behind it.
+#[diagnostic::do_not_recommend]
 impl<E: From<CircuitOpen>> HoldsCircuitOpen for E {}
 
 /// The conversion of a breaker's refusal for the outcome type `R`. Generated code takes it at

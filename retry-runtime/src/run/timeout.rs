@@ -251,16 +251,19 @@ pub trait Untimed {}
 
 impl Untimed for NoTimeout {}
 
-/// An error type that can hold a [`TimedOut`]: what `#[retryable(attempt_timeout = ...)]`
-/// requires.
+/// An error type that can hold a [`TimedOut`]: what an attempt timeout asks of the error type,
+/// at `#[retryable(attempt_timeout = ...)]` and of a service behind
+/// `RetryLayer::attempt_timeout`. Implemented for every `E: From<TimedOut>`.
 #[diagnostic::on_unimplemented(
-    message = "`attempt_timeout = ...` needs `impl From<TimedOut>` for the error type `{Self}`",
+    message = "`attempt_timeout` needs `impl From<TimedOut>` for the error type `{Self}`",
     label = "the error type cannot hold a `TimedOut`",
     note = "an attempt that runs past the timeout is cancelled and ends in `Err(E::from(TimedOut))`",
-    note = "add `impl From<retry_kit::TimedOut> for E`, for example a variant `Timeout(TimedOut)` tagged `#[classify(delegate)]`"
+    note = "add `impl From<retry_kit::TimedOut> for {Self}`, for example a variant `Timeout(TimedOut)` tagged `#[classify(delegate)]`"
 )]
 pub trait HoldsTimedOut: From<TimedOut> {}
 
+// As for `HoldsCircuitOpen`: reported as this trait, with its message.
+#[diagnostic::do_not_recommend]
 impl<E: From<TimedOut>> HoldsTimedOut for E {}
 
 /// The conversion of a timeout for the outcome type `R`. Generated code takes it at the

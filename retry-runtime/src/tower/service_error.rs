@@ -4,7 +4,8 @@
 //!
 //! The layer's `Service` impl asks each as one bound on a type that is the service's error
 //! type when the layer has the setting and the crate's own error when it does not
-//! ([`TimeoutOf::Holder`], [`ProtectionOf::Holder`]): `Busy: HoldsTimedOut` when it fails.
+//! ([`TimeoutOf::Holder`], [`ProtectionOf::Holder`]): `Busy: HoldsTimedOut` when it fails
+//! (the engine's [`HoldsTimedOut`] and [`HoldsCircuitOpen`], which the attribute asks too).
 //! Asked of the layer's slots instead (`AttemptTimeout: TimeoutSlot<Busy>`), rustc reported the
 //! slot and the whole service type, which name crate internals, and never `From`.
 
@@ -14,40 +15,9 @@ use crate::run::{
     AdaptiveSlot, AttemptTimeout, BreakerWith, BudgetSlot, Conversion, Equip, NoCircuit, NoTimeout,
     Shared, Unprotected,
 };
+#[cfg(doc)]
+use crate::run::{HoldsCircuitOpen, HoldsTimedOut};
 use std::time::Duration;
-
-/// An error type that can hold a [`TimedOut`]: what a [`RetryLayer`](super::RetryLayer) with
-/// [`attempt_timeout`](super::RetryLayer::attempt_timeout) asks of the wrapped service's error
-/// type. Implemented for every `E: From<TimedOut>`.
-///
-/// (`#[retryable(attempt_timeout = ..)]` asks the same through a trait of its own, whose message
-/// names the attribute's key.)
-#[diagnostic::on_unimplemented(
-    message = "a `RetryLayer` with `.attempt_timeout(..)` needs `impl From<TimedOut>` for the service's error type `{Self}`",
-    label = "the service's error type cannot hold a `TimedOut`",
-    note = "an attempt that runs past the timeout is cancelled and ends in `Err(E::from(TimedOut))`",
-    note = "add `impl From<retry_kit::TimedOut> for {Self}`, for example a variant `Timeout(TimedOut)` tagged `#[classify(delegate)]`"
-)]
-pub trait HoldsTimedOut: From<TimedOut> {}
-
-// Not looked through by diagnostics: a missing impl is reported as this trait, with its message,
-// rather than as the `From<TimedOut>` bound behind it.
-#[diagnostic::do_not_recommend]
-impl<E: From<TimedOut>> HoldsTimedOut for E {}
-
-/// An error type that can hold a [`CircuitOpen`]: what a [`RetryLayer`](super::RetryLayer) with
-/// [`circuit`](super::RetryLayer::circuit) asks of the wrapped service's error type.
-/// Implemented for every `E: From<CircuitOpen>`.
-#[diagnostic::on_unimplemented(
-    message = "a `RetryLayer` with `.circuit(..)` needs `impl From<CircuitOpen>` for the service's error type `{Self}`",
-    label = "the service's error type cannot hold a `CircuitOpen`",
-    note = "when the breaker refuses the first attempt, the call returns `Err(E::from(CircuitOpen))` without calling the service",
-    note = "add `impl From<retry_kit::CircuitOpen> for {Self}`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
-)]
-pub trait HoldsCircuitOpen: From<CircuitOpen> {}
-
-#[diagnostic::do_not_recommend]
-impl<E: From<CircuitOpen>> HoldsCircuitOpen for E {}
 
 /// How a [`RetryLayer`](super::RetryLayer)'s timeout slot gives each call of a service whose
 /// error type is `E` its attempt limit. Named in the bounds of `RetryService`; nothing a user
