@@ -4,19 +4,18 @@
 // that need a feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use retry_macros::{Classify, retryable};
 pub use retry_runtime::AdaptivePolicy;
+pub use retry_runtime::FreshPerAttempt;
 pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
 pub use retry_runtime::class;
 #[cfg(feature = "faults")]
 #[cfg_attr(docsrs, doc(cfg(feature = "faults")))]
 pub use retry_runtime::faults;
-pub use retry_runtime::fresh::FreshPerAttempt;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry_runtime::http;
-pub use retry_runtime::io::io_kind_class;
+pub use retry_runtime::io_kind_class;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use retry_runtime::meter;
@@ -35,19 +34,12 @@ pub use retry_runtime::tonic;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use retry_runtime::tower;
 pub use retry_runtime::{
-    Attempt, Backoff, CircuitOpen, Classify, ErrorClass, Failure, HedgeNotIdempotent,
-    IdempotencyKey, Jitter, Nested, Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut,
-    current_attempt, testing,
+    Attempt, Backoff, CircuitOpen, ErrorClass, Failure, HedgeNotIdempotent, IdempotencyKey, Jitter,
+    Nested, Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
 };
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
+pub use retry_runtime::{Classify, retryable};
 pub use retry_runtime::{PerKey, per_key};
 
-/// Glue for the diagnostics of `#[retryable]`: the autoref probes that find out whether an
-/// error or a key has a `Display`. Not public API: its contents change without notice.
-/// Everything else the macros expand to is public: [`run`], the engine, and the modules it
-/// names.
 #[doc(hidden)]
-pub mod __private {
-    pub use retry_runtime::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
-    pub use retry_runtime::per_key::{KeyText, KeyViaDisplay, KeyViaNothing};
-}
+pub use retry_runtime::__private;

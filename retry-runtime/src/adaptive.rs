@@ -28,6 +28,7 @@
 //! [`testing::record_sleeps`](crate::testing::record_sleeps)) the window ages with virtual time.
 //!
 //! ```
+//! # extern crate retry_runtime as retry_kit;
 //! use retry_kit::adaptive::{AdaptivePolicy, Rule, Stats, Tuning};
 //! use std::time::Duration;
 //!
@@ -254,6 +255,7 @@ impl<const N: usize> AdaptivePolicy<N> {
     /// nothing.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::adaptive::AdaptivePolicy;
     /// use std::time::Duration;
     ///

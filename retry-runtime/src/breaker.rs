@@ -83,6 +83,7 @@ const BUCKETS: usize = 10;
 ///   keeps its permit through the sleep.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, CircuitBreaker, CircuitOpen, CircuitState, Classify};
 /// use std::time::Duration;
 ///
@@ -189,6 +190,7 @@ impl CircuitBreaker {
     /// dropped while its thread panics counts as a failure.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{testing, CircuitBreaker, CircuitState};
     /// use std::time::Duration;
     ///

@@ -39,6 +39,7 @@ const UNIT: u64 = 1_000_000;
 /// success on a full bucket is a load only.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, Classify, RetryBudget, testing};
 ///
 /// #[derive(Debug, Classify)]
@@ -103,6 +104,7 @@ impl RetryBudget {
     /// Name the budget, for labels and logs.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::RetryBudget;
     ///
     /// static PAYMENTS: RetryBudget = RetryBudget::new(100, 0.1).name("payments");
@@ -166,6 +168,7 @@ impl RetryBudget {
     /// The tokens in the bucket now, to six decimal places.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::RetryBudget;
     ///
     /// let budget = RetryBudget::new(10, 0.6);

@@ -10,6 +10,7 @@ use std::time::Duration;
 /// Whether a failed attempt is worth repeating with the same inputs.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::ErrorClass;
 ///
 /// assert!(ErrorClass::Transient.is_retryable(false));
@@ -80,6 +81,7 @@ impl std::fmt::Display for ErrorClass {
 /// the variants.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{Classify, ErrorClass};
 /// use std::time::Duration;
 ///

@@ -45,7 +45,7 @@ pub(crate) struct CallCtx {
     /// nothing. The address of a `Box<Vec<Ordinal>>` (0: none), owned by this context and
     /// freed in its `Drop`: one word in every async retryable future (a `Vec` would be three),
     /// and a drop that is one comparison when nothing nested (an `Option<Box<..>>` field's drop
-    /// glue cost the async success path 20 instructions, by callgrind).
+    /// glue weighed on the async success path).
     nested: Cell<usize>,
     /// The context that was current when this one was last entered (0: none), so that its key
     /// can be derived when a body first asks for it, off the success path. Read only while this
@@ -179,7 +179,7 @@ impl CallCtx {
 
     /// Count a new attempt. Cannot overflow: the engine starts an attempt only while the
     /// count is below the call's limit, a `u32` (`Call::exhausted`, `Call::may_start_more`),
-    /// so a plain increment does; saturating cost 3 instructions an attempt.
+    /// so a plain increment does (saturating is not free on every attempt).
     #[inline]
     pub(crate) fn begin_attempt(&self) {
         self.attempt.set(self.attempt.get().wrapping_add(1));
@@ -278,6 +278,7 @@ impl Drop for Entered<'_> {
 /// [`Attempt::key_for`] for bodies whose calls vary between attempts).
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{current_attempt, retryable, Classify};
 ///
 /// #[derive(Debug, Classify)]
@@ -346,6 +347,7 @@ impl Attempt {
     /// write instead.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{current_attempt, retryable, Classify};
     ///
     /// #[derive(Debug, Classify)]
@@ -380,6 +382,7 @@ const LABELLED: u64 = 1 << 63;
 /// every build and on every machine, as a receiver that deduplicates across deployments needs.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// assert_eq!(
 ///     retry_kit::run::operation_id("shop::charge"),
 ///     retry_kit::run::operation_id("shop::charge"),

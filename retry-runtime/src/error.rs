@@ -10,6 +10,7 @@ use std::time::Duration;
 /// work on the remote side, so it is repeated only by functions declared `idempotent`.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{Classify, ErrorClass, TimedOut};
 /// use std::time::Duration;
 ///
@@ -54,6 +55,7 @@ impl Classify for TimedOut {
 /// time until the breaker admits a probe, so an outer retry layer waits for exactly that long.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{CircuitOpen, Classify, ErrorClass};
 /// use std::time::Duration;
 ///

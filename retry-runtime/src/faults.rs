@@ -19,6 +19,7 @@
 //! layers classify it as the real failure would be: see [`Injected`] for how.
 //!
 //! ```
+//! # extern crate retry_runtime as retry_kit;
 //! use retry_kit::faults::{Fault, Script};
 //!
 //! let script = Script::new([Fault::Status(503), Fault::Lost]);

@@ -32,6 +32,7 @@ impl<Name, T: Copy> FreshPerAttempt<Name> for T {
 /// A fresh copy of a `mut` argument for one attempt.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, Classify};
 ///
 /// #[derive(Debug, Classify)]

@@ -25,6 +25,7 @@
 //! complete, which is the HTTP client's business, not a backoff loop's.
 //!
 //! ```
+//! # extern crate retry_runtime as retry_kit;
 //! use http::{HeaderMap, HeaderValue, StatusCode};
 //! use retry_kit::ErrorClass;
 //! use retry_kit::http::{classify_response, retry_after, status_class};
@@ -53,6 +54,7 @@ mod date;
 /// The class of an HTTP status code, by the table in the [module docs](self).
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::StatusCode;
 /// use retry_kit::{http::status_class, ErrorClass};
 ///
@@ -82,6 +84,7 @@ pub fn status_class(status: StatusCode) -> ErrorClass {
 /// "Now" for an HTTP-date is [`SystemTime::now`]; [`retry_after_at`] takes it as an argument.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::{header::RETRY_AFTER, HeaderMap, HeaderValue};
 /// use retry_kit::http::retry_after;
 /// use std::time::Duration;
@@ -102,6 +105,7 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// [`retry_after`] with an explicit "now", for code (and tests) that keep their own clock.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::{header::RETRY_AFTER, HeaderMap, HeaderValue};
 /// use retry_kit::http::retry_after_at;
 /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -126,6 +130,7 @@ pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> 
 /// that is not more than 50 years after `now`, as RFC 9110 requires.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::http::parse_retry_after;
 /// use std::time::{Duration, UNIX_EPOCH};
 ///
@@ -152,6 +157,7 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 /// The hint is returned whatever the class; a retry loop ignores it for a permanent one.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::{HeaderMap, StatusCode};
 /// use retry_kit::{http::classify_response, ErrorClass};
 ///
@@ -175,6 +181,7 @@ pub fn classify_response(
 /// The response body is not kept: read what you need from it before turning it into an error.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::{header::RETRY_AFTER, Response, StatusCode};
 /// use retry_kit::{http::StatusError, Classify, ErrorClass};
 /// use std::time::Duration;
@@ -249,6 +256,7 @@ impl Classify for StatusError {
 /// follow is an answer to look at, not a failure.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::{Response, StatusCode};
 /// use retry_kit::http::error_for_status;
 ///

@@ -26,6 +26,7 @@ use std::time::Duration;
 /// `From` impls) takes the inner error's class and `retry_after` instead of its kind's.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{CircuitOpen, Classify, ErrorClass};
 /// use std::{io, time::Duration};
 ///
@@ -65,6 +66,7 @@ fn carried(error: &io::Error) -> Option<&dyn Classify> {
 /// The class of an [`io::ErrorKind`], as documented on the `Classify for io::Error` impl.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{io_kind_class, ErrorClass};
 /// use std::io::ErrorKind;
 ///
@@ -95,6 +97,7 @@ pub fn io_kind_class(kind: io::ErrorKind) -> ErrorClass {
 /// functions returning `io::Result` can use `attempt_timeout`.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::TimedOut;
 /// use std::{io, time::Duration};
 ///
@@ -114,6 +117,7 @@ impl From<TimedOut> for io::Error {
 /// the table above too; the class and the wait come from the carried error.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{CircuitOpen, Classify};
 /// use std::{io, time::Duration};
 ///

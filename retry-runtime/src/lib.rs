@@ -1,9 +1,10 @@
 //! The runtime behind [`retry-kit`](https://docs.rs/retry-kit): classification, backoff and
 //! jitter math, the sync and async retry loops, and the testing clock.
 //!
-//! Depend on `retry-kit` rather than on this crate: it re-exports everything here together with
-//! the `#[retryable]` and `#[derive(Classify)]` macros, and the macros' generated code names this
-//! crate only through it.
+//! Depend on `retry-kit` rather than on this crate: it re-exports everything here, the
+//! `#[retryable]` and `#[derive(Classify)]` macros included, and the macros' generated code names
+//! this crate only through it (`::retry_kit::...`). The examples below run against this crate
+//! under that name.
 //!
 //! One concept per module:
 //!
@@ -70,12 +71,27 @@ pub mod tonic;
 #[cfg(feature = "tower")]
 pub mod tower;
 
+pub use retry_macros::{Classify, retryable};
+
 pub use adaptive::AdaptivePolicy;
 pub use breaker::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use budget::RetryBudget;
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};
+pub use fresh::FreshPerAttempt;
+pub use io::io_kind_class;
 pub use per_key::PerKey;
 pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
+pub use run::{AsBreaker, AsBudget};
 pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
+
+/// Glue for the diagnostics of `#[retryable]`: the autoref probes that find out whether an
+/// error or a key has a `Display`. Not public API: its contents change without notice.
+/// Everything else the macros expand to is public: [`run`], the engine, and the modules it
+/// names.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
+    pub use crate::per_key::{KeyText, KeyViaDisplay, KeyViaNothing};
+}

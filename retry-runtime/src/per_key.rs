@@ -86,6 +86,7 @@ struct Table<T, const N: usize> {
 /// the chance is about N² / 2⁶⁵). A key's value is created on first use, one allocation.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, CircuitBreaker, CircuitOpen, CircuitState, Classify, PerKey};
 /// use std::time::Duration;
 ///

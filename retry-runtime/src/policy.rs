@@ -35,6 +35,7 @@ pub enum Backoff {
 /// | `Decorrelated` | `min(max_delay, uniform[base, 3 * previous])`, `previous` starting at `base` |
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::Jitter;
 /// use std::time::Duration;
 ///
@@ -156,6 +157,7 @@ fn from_nanos_u128(nanos: u128) -> Duration {
 /// `AttemptsExhausted`: the outer layer decides.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, Classify};
 /// use std::cell::Cell;
 ///
@@ -212,6 +214,7 @@ pub enum Nested {
 /// 1 or not a number means 1.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{Jitter, RetryPolicy};
 /// use std::time::Duration;
 ///
@@ -270,6 +273,7 @@ impl RetryPolicy {
     /// [`jitter`](Self::jitter) asks for it: fixed means fixed.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{Jitter, RetryPolicy};
     /// use std::time::Duration;
     ///
@@ -390,6 +394,7 @@ impl RetryPolicy {
     /// use, before any retry-after hint.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{Jitter, RetryPolicy};
     /// use std::time::Duration;
     ///

@@ -21,6 +21,7 @@
 //! [`StatusError`]; hold it beside `reqwest::Error` in your error type and delegate:
 //!
 //! ```no_run
+//! # extern crate retry_runtime as retry_kit;
 //! use retry_kit::reqwest::error_for_status;
 //! use retry_kit::{http::StatusError, retryable, Classify};
 //!
@@ -60,6 +61,7 @@ use std::io;
 /// The table in the [module docs](self).
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{Classify, ErrorClass};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -133,6 +135,7 @@ fn caused_by_io_failure(error: &::reqwest::Error) -> bool {
 /// See the [module docs](self) for the pattern this is part of.
 ///
 /// ```no_run
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{reqwest::error_for_status, Classify};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

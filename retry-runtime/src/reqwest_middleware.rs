@@ -139,6 +139,7 @@ impl From<TimedOut> for Attempted {
 /// so one failing host opens its own breaker, not everyone's.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::reqwest_middleware::RetryMiddleware;
 /// use retry_kit::{CircuitBreaker, PerKey, RetryBudget, RetryPolicy};
 /// use std::time::Duration;

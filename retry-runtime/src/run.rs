@@ -21,6 +21,7 @@
 //! that it is a constant):
 //!
 //! ```
+//! # extern crate retry_runtime as retry_kit;
 //! use retry_kit::run::{ByTrait, Call, NoHook, observed, retry_sync, wants_clock};
 //! use retry_kit::{RetryPolicy, current_attempt};
 //! use std::io;

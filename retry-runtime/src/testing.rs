@@ -28,6 +28,7 @@ use std::time::Duration;
 /// own list and share the clock.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, testing, Classify};
 /// use std::time::Duration;
 ///
@@ -58,6 +59,7 @@ pub fn record_sleeps<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) {
 /// real or paused tokio clock alike.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, testing, Classify};
 /// use std::time::Duration;
 ///
@@ -92,6 +94,7 @@ pub async fn record_sleeps_async<F: Future>(future: F) -> (F::Output, Vec<Durati
 /// Seed this thread's jitter generator, so that the same calls draw the same delays.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{testing, Jitter, RetryPolicy};
 /// use std::time::Duration;
 ///

@@ -31,6 +31,7 @@
 //! it); a number too large for a `u64` saturates to a very long wait.
 //!
 //! ```
+//! # extern crate retry_runtime as retry_kit;
 //! use retry_kit::{Classify, ErrorClass};
 //! use std::time::Duration;
 //! use tonic::{Code, Status};
@@ -60,6 +61,7 @@ pub const PUSHBACK_KEY: &str = "grpc-retry-pushback-ms";
 /// pushback, which [`Classify for Status`](Status) applies on top.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{tonic::code_class, ErrorClass};
 /// use tonic::Code;
 ///
@@ -89,6 +91,7 @@ pub fn code_class(code: Code) -> ErrorClass {
 /// What a server's `grpc-retry-pushback-ms` says.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::tonic::{pushback, Pushback};
 /// use std::time::Duration;
 /// use tonic::metadata::MetadataMap;
@@ -131,6 +134,7 @@ pub fn pushback(metadata: &MetadataMap) -> Pushback {
 /// else, a negative number included, is [`Pushback::DoNotRetry`].
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::tonic::{parse_pushback, Pushback};
 /// use std::time::Duration;
 ///

@@ -6,6 +6,7 @@
 //! `Idempotency-Key`, and request bodies replayed through [`ReplayBody`].
 //!
 //! ```
+//! # extern crate retry_runtime as retry_kit;
 //! use retry_kit::tower::RetryLayer;
 //! use retry_kit::{CircuitBreaker, RetryPolicy};
 //! use std::{io, time::Duration};

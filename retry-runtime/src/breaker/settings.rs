@@ -66,6 +66,7 @@ impl CircuitBreaker {
     /// again, clear it. In this mode every call reads the clock to record its outcome.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{CircuitBreaker, CircuitState};
     /// use std::time::Duration;
     ///
@@ -105,6 +106,7 @@ impl CircuitBreaker {
     /// opens, `INFO` otherwise.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::CircuitBreaker;
     /// use std::time::Duration;
     ///
@@ -149,6 +151,7 @@ impl CircuitBreaker {
     /// breaker's permits.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{CircuitBreaker, CircuitState};
     /// use std::sync::atomic::{AtomicU32, Ordering};
     /// use std::time::Duration;
@@ -177,6 +180,7 @@ impl CircuitBreaker {
     /// ([`key`](Self::key)).
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{CircuitBreaker, CircuitState, PerKey, retryable, Classify, CircuitOpen};
     /// use std::sync::Mutex;
     /// use std::time::Duration;

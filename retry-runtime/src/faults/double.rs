@@ -19,6 +19,7 @@ impl Script {
     /// fault is classified (a `Lost` is usually a timeout: idempotent-only).
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::faults::{Fault, Script};
     /// use retry_kit::{Classify, RetryPolicy};
     /// use std::cell::Cell;
@@ -78,6 +79,7 @@ impl Script {
     /// [`testing::record_sleeps_async`](crate::testing::record_sleeps_async)).
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::faults::{Fault, Script};
     /// use retry_kit::{Classify, RetryPolicy, testing};
     /// use std::time::Duration;

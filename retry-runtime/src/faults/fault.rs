@@ -30,6 +30,7 @@ use std::time::Duration;
 /// [`Script::inject`]: super::Script::inject
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::faults::Fault;
 /// use std::time::Duration;
 ///
@@ -120,6 +121,7 @@ pub(super) fn whole_seconds(wait: Duration) -> u64 {
 ///   classification and for reqwest's `is_timeout()` alike.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::faults::{Fault, Injected};
 /// use retry_kit::{Classify, ErrorClass};
 /// use std::error::Error;

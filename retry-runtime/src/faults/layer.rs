@@ -29,6 +29,7 @@ use tower_service::Service;
 /// The service's error is [`BoxError`]: the inner service's error, or an [`Injected`].
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::{Request, Response, StatusCode};
 /// use retry_kit::faults::{Fault, FaultLayer, Script};
 /// use retry_kit::tower::{HttpRetryLayer, ReplayBody};

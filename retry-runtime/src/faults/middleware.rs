@@ -28,6 +28,7 @@ use std::task::{Context, Poll};
 /// - `Delay` waits on the crate's clock (virtual under a paused tokio clock), then sends on.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::faults::{Fault, FaultMiddleware, Script};
 /// use retry_kit::reqwest_middleware::RetryMiddleware;
 /// use retry_kit::RetryPolicy;

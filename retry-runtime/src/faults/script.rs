@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// request is made (the service's `call`, the middleware's `handle`), in that order.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::faults::{Fault, Script};
 ///
 /// let chaos = || Script::seeded(7).with(0.2, Fault::Status(503)).with(0.1, Fault::Lost);

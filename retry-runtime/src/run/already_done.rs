@@ -18,6 +18,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// into the result, as `#[retryable(already_done = ...)]` does.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{Classify, ErrorClass, Retry, RetryPolicy};
     /// use std::time::Duration;
     ///
@@ -101,6 +102,7 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
     /// is still on its way) returns the receipt at once.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{Classify, Retry, RetryPolicy, current_attempt};
     /// use std::time::Duration;
     ///

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 /// the crate's one sync loop and one async loop:
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::run::{ByTrait, Call, NoHook};
 /// use retry_kit::RetryPolicy;
 /// use std::io;
@@ -83,8 +84,8 @@ pub struct Call<'p, S = Unprotected, P = &'p RetryPolicy> {
     /// The most attempts this call makes, with one special value: 0 is a call nested inside
     /// another's attempt under `nested = "once"` whose policy would have retried: it makes one
     /// attempt, then stops with [`StopReason::DeferredToOuter`](super::StopReason::DeferredToOuter) (see [`once_limit`]). Not a
-    /// flag beside the limit: deciding it from the policy at the start cost the fn form,
-    /// whose policy is not a constant, 3 instructions a call.
+    /// flag beside the limit: deciding it from the policy at the start costs the fn form,
+    /// whose policy is not a constant, on every call.
     max_attempts: u32,
     /// The running attempt was cut off by `attempt_timeout` (see [`Call::settle`]): its class is
     /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no

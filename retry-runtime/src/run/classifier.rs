@@ -135,6 +135,7 @@ pub fn class_of<E: Classify + ?Sized>(error: &E) -> ErrorClass {
 /// duplicate's data; every other outcome is returned as it is.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, Classify};
 ///
 /// #[derive(Debug, Classify)]

@@ -17,30 +17,30 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// The attempts in flight of one hedged call, and the timer that starts the next one.
-pub struct Hedging<F, H> {
+pub struct Hedging<F, D> {
     after: Duration,
-    running: Vec<Slot<F, H>>,
+    running: Vec<Slot<F, D>>,
     /// What the timer is for: a hedge (ask the budget and breaker when it fires), or an
     /// attempt already admitted, waiting out a retry-after (with its breaker permit).
-    timer: Timer<H>,
+    timer: Timer<D>,
 }
 
-enum Timer<H> {
+enum Timer<D> {
     Off,
     Hedge,
-    Admitted(H),
+    Admitted(D),
 }
 
-struct Slot<F, H> {
+struct Slot<F, D> {
     number: u32,
     ctx: CallCtx,
-    hold: H,
+    hold: D,
     attempt: Pin<Box<F>>,
 }
 
 /// What [`Hedging::next`] waits for: an attempt that finished, or the timer.
 #[derive(Debug)]
-pub enum Event<O, H> {
+pub enum Event<O, D> {
     /// Attempt `number` finished with `out`; `hold` is its share of the call's protection.
     Finished {
         /// The attempt's number.
@@ -48,13 +48,13 @@ pub enum Event<O, H> {
         /// Its outcome.
         out: O,
         /// Its breaker permit and start time, for recording the outcome.
-        hold: H,
+        hold: D,
     },
     /// The timer fired.
     Timer,
 }
 
-impl<F: Future, H> Hedging<F, H> {
+impl<F: Future, D> Hedging<F, D> {
     /// No attempt yet; a slow attempt is hedged after `after`.
     pub fn new(after: Duration) -> Self {
         Hedging {
@@ -77,7 +77,7 @@ impl<F: Future, H> Hedging<F, H> {
         attempt: F,
     ) -> Option<Duration>
     where
-        S: Protection<'p, Hold = H>,
+        S: Protection<'p, Hold = D>,
     {
         let (number, ctx, hold) = call.begin_hedge();
         self.running.push(Slot {
@@ -99,7 +99,7 @@ impl<F: Future, H> Hedging<F, H> {
     /// breaker permit) until the timer the caller arms fires.
     pub fn admitted_after<'p, S, P: CallPolicy>(&mut self, call: &mut Call<'p, S, P>)
     where
-        S: Protection<'p, Hold = H>,
+        S: Protection<'p, Hold = D>,
     {
         self.timer = Timer::Admitted(call.protection.take_hold());
     }
@@ -113,14 +113,14 @@ impl<F: Future, H> Hedging<F, H> {
     /// The timer fired: whether to start the next attempt now. A hedge is admitted now (by
     /// the deadline, the budget and the breaker) and reported to `hook`; an attempt that
     /// waited out a retry-after was admitted before.
-    pub fn timer_fired<'p, S, P: CallPolicy, E, K>(
+    pub fn timer_fired<'p, S, P: CallPolicy, E, H>(
         &mut self,
         call: &mut Call<'p, S, P>,
-        hook: &mut K,
+        hook: &mut H,
     ) -> bool
     where
-        S: Protection<'p, Hold = H>,
-        K: super::Hook<E>,
+        S: Protection<'p, Hold = D>,
+        H: super::Hook<E>,
     {
         match std::mem::replace(&mut self.timer, Timer::Off) {
             Timer::Off => false,
@@ -143,9 +143,9 @@ impl<F: Future, H> Hedging<F, H> {
         &'a mut self,
         call: &'a mut Call<'p, S, P>,
         mut timer: Pin<&'a mut Option<T>>,
-    ) -> impl Future<Output = Event<F::Output, H>> + 'a
+    ) -> impl Future<Output = Event<F::Output, D>> + 'a
     where
-        S: Protection<'p, Hold = H>,
+        S: Protection<'p, Hold = D>,
         T: Future<Output = ()>,
     {
         std::future::poll_fn(move |cx| {
@@ -168,9 +168,9 @@ impl<F: Future, H> Hedging<F, H> {
         &mut self,
         call: &mut Call<'p, S, P>,
         cx: &mut Context<'_>,
-    ) -> Option<Event<F::Output, H>>
+    ) -> Option<Event<F::Output, D>>
     where
-        S: Protection<'p, Hold = H>,
+        S: Protection<'p, Hold = D>,
     {
         for i in 0..self.running.len() {
             let slot = &mut self.running[i];
@@ -196,7 +196,7 @@ impl<F: Future, H> Hedging<F, H> {
     }
 }
 
-impl<F, H> std::fmt::Debug for Hedging<F, H> {
+impl<F, D> std::fmt::Debug for Hedging<F, D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let running: Vec<u32> = self.running.iter().map(|s| s.number).collect();
         let timer = match self.timer {
@@ -240,6 +240,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// [`HedgeNotIdempotent`], not a builder that quietly retries one attempt at a time.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{Retry, RetryPolicy, current_attempt};
     /// use std::{io, time::Duration};
     ///

@@ -12,6 +12,7 @@ impl RetryPolicy {
     /// Run `op` under this policy, classifying errors with [`Classify`].
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{testing, RetryPolicy};
     /// use std::{io, time::Duration};
     ///
@@ -37,6 +38,7 @@ impl RetryPolicy {
     /// Run the futures `op` makes under this policy, sleeping with tokio.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::RetryPolicy;
     /// use std::{io, time::Duration};
     ///
@@ -70,6 +72,7 @@ impl RetryPolicy {
 /// pointer to it and the constant's fields fold into the code.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::run::{Call, CallPolicy};
 /// use retry_kit::RetryPolicy;
 ///

@@ -196,8 +196,7 @@ impl<'p> Protection<'p> for Protected<'p> {
         self.end_attempt(class.is_failure());
     }
     #[inline]
-    // Not `verdict?`: through `From` it cost the breaker rows 2 instructions a call (callgrind,
-    // sync_retry3_breaker 747 against 745).
+    // Not `verdict?`: the conversion through `From` is not free on the breaker's path.
     #[allow(clippy::question_mark)]
     fn admit_retry(&mut self, verdict: Verdict) -> Verdict {
         if verdict.is_err() {

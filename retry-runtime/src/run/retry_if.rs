@@ -28,6 +28,7 @@ use std::time::Duration;
 /// What its `on_failure` hook receives as [`Failure::error`](crate::Failure::error).
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, testing, Classify, Failure, Rejected};
 /// use std::sync::Mutex;
 ///
@@ -157,6 +158,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// counts as a transient failure, and when the loop stops on one, that value is returned.
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::{Retry, RetryPolicy, testing};
     /// use std::{io, time::Duration};
     ///

@@ -21,6 +21,7 @@
 /// afresh each time (a `&mut` argument, `&mut self`), which no closure handed to a function can.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::run::{ByTrait, Call, NoHook, retry_sync};
 /// use retry_kit::RetryPolicy;
 /// use std::{io, time::Duration};
@@ -57,6 +58,7 @@ macro_rules! retry_sync {
 /// inside the loop, so it borrows the arguments afresh.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::run::{ByTrait, Call, NoHook, retry_async, tokio_sleep};
 /// use retry_kit::RetryPolicy;
 /// use std::{io, time::Duration};

@@ -24,8 +24,7 @@ use std::sync::Arc;
 ///
 /// Each piece is chosen by type, not held as a run-time `Option`: a builder with a breaker
 /// alone carries one reference, and equipping its calls folds the absent budget and adaptive
-/// policy away (the async fn form with a breaker: 323 instructions a call with `Option`s,
-/// 269 with the budget and adaptive policy known absent, by `benches/instructions.sh`).
+/// policy away.
 #[derive(Clone, Copy)]
 pub struct Shared<K, B = NoBudget, A = NoAdaptive> {
     pub(super) circuit: K,
@@ -53,6 +52,7 @@ impl Shared<NoCircuit> {
     /// what a [`Retry`](super::Retry) builder keeps:
     ///
     /// ```
+    /// # extern crate retry_runtime as retry_kit;
     /// use retry_kit::run::{ByTrait, Call, Equip, NoHook, Shared};
     /// use retry_kit::{CircuitBreaker, RetryBudget, RetryPolicy};
     /// use std::{io, time::Duration};
@@ -231,8 +231,7 @@ impl<K, B, A> IntoShared for Shared<K, B, A> {
 /// for the first attempt, turning a refusal into an `E`.
 ///
 /// Two steps, so that the call is built in place: returning it inside a `Result` made the
-/// builder copy the whole protected call once per call (a `memcpy` of 58 instructions,
-/// sync_success_breaker/fn by callgrind).
+/// builder copy the whole protected call once per call.
 pub trait Equip<'p, E>: CallState<'p> {
     /// Equip `call` with the breaker, budget and adaptive policy.
     fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Self::State, P>;
@@ -277,8 +276,7 @@ where
     B: BudgetSlot<'a>,
     A: AdaptiveSlot<'a>,
 {
-    // Always inlined: left to the optimiser it stayed out of line, 47 more instructions a call
-    // (sync_success_breaker/fn: 317 against 270, by callgrind).
+    // Always inlined: left to the optimiser it stayed out of line, a call on every call.
     #[inline(always)]
     fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Protected<'p>, P> {
         let mut call = match self.adaptive.adaptive() {

@@ -94,7 +94,7 @@ pub enum Next {
 /// The engine's verdict on a failed attempt before it becomes a [`Next`]: the wait before the
 /// next attempt, or why there is none. A `Result` rather than [`Next`] inside the engine: it
 /// has the layout of `Option<Duration>`, so turning it into the loop's answer costs nothing,
-/// where matching the three-way [`Next`] cost two instructions per failed attempt.
+/// where matching the three-way [`Next`] is not free on every failed attempt.
 pub type Verdict = Result<Duration, StopReason>;
 
 impl Next {
@@ -112,6 +112,7 @@ impl Next {
 /// class, how long the call has taken so far, and what happens next.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use retry_kit::{retryable, Classify, Failure, Next, StopReason};
 /// use std::sync::Mutex;
 ///

@@ -13,10 +13,10 @@ use std::time::Duration;
 /// when the timer fires first the body is dropped (cancelled) and the output is
 /// `Err(TimedOut)`.
 #[inline]
-fn timed<R, F, S>(body: F, timer: S, limit: Duration) -> Timed<F, S>
+fn timed<R, F, Tm>(body: F, timer: Tm, limit: Duration) -> Timed<F, Tm>
 where
     F: Future<Output = R>,
-    S: Future<Output = ()>,
+    Tm: Future<Output = ()>,
 {
     Timed { body, timer, limit }
 }
@@ -24,13 +24,13 @@ where
 /// An attempt raced against a timer: the future a [`TimeoutSlot`] with a limit wraps each attempt in.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
-pub struct Timed<F, S> {
+pub struct Timed<F, Tm> {
     body: F,
-    timer: S,
+    timer: Tm,
     limit: Duration,
 }
 
-impl<F: Future, S: Future<Output = ()>> Future for Timed<F, S> {
+impl<F: Future, Tm: Future<Output = ()>> Future for Timed<F, Tm> {
     type Output = Result<F::Output, TimedOut>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -226,9 +226,9 @@ impl<E> TimeoutSlot<E> for Option<(Duration, Conversion<TimedOut, E>)> {
 
 /// The timer of a limit chosen at run time: without one, it never fires.
 #[derive(Debug)]
-pub struct MaybeTimer<S>(Option<S>);
+pub struct MaybeTimer<Tm>(Option<Tm>);
 
-impl<S: Future<Output = ()>> Future for MaybeTimer<S> {
+impl<Tm: Future<Output = ()>> Future for MaybeTimer<Tm> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {

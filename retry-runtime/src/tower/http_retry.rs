@@ -215,6 +215,7 @@ impl<RB> From<TimedOut> for HttpFailure<RB> {
 /// not turned into an error.
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http::{Request, Response, StatusCode};
 /// use retry_kit::tower::{HttpRetryLayer, ReplayBody};
 /// use retry_kit::RetryPolicy;

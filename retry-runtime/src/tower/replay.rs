@@ -53,6 +53,7 @@ impl<B> Shared<B> {
 /// completed (the source failed, or outgrew the bound while another copy read it).
 ///
 /// ```
+/// # extern crate retry_runtime as retry_kit;
 /// use http_body_util::BodyExt;
 /// use retry_kit::tower::ReplayBody;
 ///

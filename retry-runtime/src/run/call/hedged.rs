@@ -27,11 +27,11 @@ pub enum Then {
 /// An attempt of a hedged call that finished, as the engine needs it to decide what follows
 /// ([`Call::after_hedged`]).
 #[derive(Debug)]
-pub struct Ended<H> {
+pub struct Ended<D> {
     /// The attempt's number.
     pub number: u32,
     /// Its share of the call's protection (its breaker permit), to record the outcome with.
-    pub hold: H,
+    pub hold: D,
     /// Whether `attempt_timeout` cut it off (its class is then idempotent-only).
     pub timed_out: bool,
     /// How many attempts are still running.

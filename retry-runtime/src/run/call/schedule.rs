@@ -30,7 +30,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     fn schedule_slow(&mut self, retry_after: Option<Duration>) -> Verdict {
         // Fields read through the declared policy; the policy in force (with an adaptive
         // tuning's first delay and multiplier) is put together only when a delay is computed:
-        // copying it cost a run-time policy (the fn form) ~20 instructions a failed attempt.
+        // copying it costs a run-time policy (the fn form) on every failed attempt.
         let source = self.policy;
         let declared = source.policy();
         let jittered = if self.base().is_zero() {
