@@ -19,6 +19,7 @@ pub use retry_runtime::io_kind_class;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub use retry_runtime::meter;
+pub use retry_runtime::observe;
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use retry_runtime::reqwest;

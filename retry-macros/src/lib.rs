@@ -7,6 +7,7 @@ use proc_macro::TokenStream;
 mod classify;
 mod errors;
 mod retryable;
+mod spelling;
 
 /// Rewrite a sync or async function into a retry loop.
 ///

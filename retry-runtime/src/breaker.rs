@@ -299,7 +299,7 @@ impl CircuitBreaker {
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
         #[cfg(feature = "metrics")]
-        crate::meter::circuit_state(self.name.unwrap_or("unnamed"), self.key(), to);
+        crate::meter::circuit_state(self.name.unwrap_or("unnamed"), self.key(), gauge(to));
         #[cfg(feature = "tracing")]
         {
             let breaker = self.name.unwrap_or("unnamed");
@@ -525,6 +525,16 @@ fn ticks(t: Instant) -> i64 {
     match t.checked_duration_since(origin) {
         Some(after) => nanos_i64(after),
         None => nanos_i64(origin.saturating_duration_since(t)).saturating_neg(),
+    }
+}
+
+/// The value of the `retry_kit_circuit_state` gauge for `state`.
+#[cfg(feature = "metrics")]
+fn gauge(state: CircuitState) -> f64 {
+    match state {
+        CircuitState::Closed => 0.0,
+        CircuitState::HalfOpen => 1.0,
+        CircuitState::Open => 2.0,
     }
 }
 

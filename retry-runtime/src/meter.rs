@@ -13,7 +13,6 @@
 //! by [`Retry::named`](crate::Retry::named) for the builder (`"closure"` by default). Without
 //! the feature nothing is compiled: no check, no call on any path.
 
-use crate::breaker::CircuitState;
 use crate::run::{Next, StopReason};
 
 /// A failed attempt: counted by outcome and class; its wait or its stop recorded.
@@ -64,14 +63,10 @@ pub(crate) fn hedged(function: &'static str) {
     ::metrics::counter!("retry_kit_hedges_total", "fn" => function).increment(1);
 }
 
-/// A breaker changed state: a `PerKey` entry's series carries its key, so that one host's open
-/// breaker is not overwritten by another's closed one.
-pub(crate) fn circuit_state(breaker: &'static str, key: Option<&str>, state: CircuitState) {
-    let value = match state {
-        CircuitState::Closed => 0.0,
-        CircuitState::HalfOpen => 1.0,
-        CircuitState::Open => 2.0,
-    };
+/// A breaker changed state to `value` (0 closed, 1 half-open, 2 open): a `PerKey` entry's
+/// series carries its key, so that one host's open breaker is not overwritten by another's
+/// closed one. The breaker reports the value: this module does not look inside it.
+pub(crate) fn circuit_state(breaker: &'static str, key: Option<&str>, value: f64) {
     match key {
         Some(key) => ::metrics::gauge!("retry_kit_circuit_state", "breaker" => breaker, "key" => key.to_owned())
             .set(value),

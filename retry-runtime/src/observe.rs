@@ -45,6 +45,7 @@ use std::time::Duration;
 /// `(&DisplayProbe::<R>::new()).display_fn()` is `Some(<E as Display>::fmt)` when `E: Display`
 /// holds where the expression is written, and `None` otherwise (also when `R` is not a
 /// `Result`, which is then reported elsewhere, once).
+#[doc(hidden)]
 pub struct DisplayProbe<R: ?Sized>(PhantomData<fn(&R)>);
 
 impl<R: ?Sized> DisplayProbe<R> {
@@ -61,6 +62,7 @@ impl<R: ?Sized> Default for DisplayProbe<R> {
 }
 
 /// The specialised case of [`DisplayProbe`]: the error has a `Display`.
+#[doc(hidden)]
 pub trait ViaDisplay<E: ?Sized> {
     /// `Some` formatter.
     fn display_fn(&self) -> Option<FmtFn<E>>;
@@ -77,6 +79,7 @@ where
 }
 
 /// The fallback case of [`DisplayProbe`]: no `Display`.
+#[doc(hidden)]
 pub trait ViaNothing {
     /// `None`.
     fn display_fn<E: ?Sized>(&self) -> Option<FmtFn<E>>;
@@ -92,6 +95,7 @@ impl<R: ?Sized> ViaNothing for &DisplayProbe<R> {
 /// No `Display` for the error: what generated code passes when it cannot name the outcome type
 /// (a return type with `impl Trait` in it).
 #[inline]
+#[doc(hidden)]
 pub const fn no_display<E: ?Sized>() -> Option<FmtFn<E>> {
     None
 }

@@ -9,7 +9,7 @@
 //! | [`Call`] | the state of one retried call, and every decision between its attempts ([`Call::after`]) |
 //! | [`CallPolicy`] | where a call finds its [`RetryPolicy`](crate::RetryPolicy): a reference, or a zero-sized type naming a constant |
 //! | [`Classifier`] | what class a failed attempt's error has: [`ByTrait`] (its `Classify` impl), a function, [`WithRetryAfter`] |
-//! | [`Hook`] | what receives each [`Failure`] record: [`NoHook`], a function, [`observed`] for `tracing` and `metrics` |
+//! | [`Hook`] | what receives each [`Failure`] record: [`NoHook`], a function, [`observed`](crate::observe::observed) for `tracing` and `metrics` |
 //! | [`Outcome`] | the `Result` an attempt returns |
 //! | [`Shared`], [`Equip`] | the breaker, budget and adaptive policy a front end fits to each call, one way for all |
 //! | [`TimeoutSlot`] | an attempt's timeout by type: [`NoTimeout`], [`AttemptTimeout`], a limit with its own conversion |
@@ -22,7 +22,8 @@
 //!
 //! ```
 //! # extern crate retry_runtime as retry_kit;
-//! use retry_kit::run::{ByTrait, Call, NoHook, observed, retry_sync, wants_clock};
+//! use retry_kit::observe::{observed, wants_clock};
+//! use retry_kit::run::{ByTrait, Call, NoHook, retry_sync};
 //! use retry_kit::{RetryPolicy, current_attempt};
 //! use std::io;
 //!
@@ -52,6 +53,7 @@
 
 mod already_done;
 mod call;
+mod call_policy;
 mod classifier;
 pub(crate) mod hedge;
 mod hook;
@@ -67,13 +69,13 @@ mod timeout;
 
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
 pub use call::{Call, Ended, InAttempt, Then};
+pub use call_policy::{AsPolicy, CallPolicy, policy_of};
 pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
 pub use hedge::{Event, Hedge, HedgeNotIdempotent, Hedging};
 pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
-pub use policy_call::{AsPolicy, CallPolicy, policy_of};
 pub use protection::{AttemptHold, PanicSink, Protected, Protection, Unprotected};
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
@@ -88,12 +90,10 @@ pub use timeout::{
 };
 
 // What the loops and the code `#[retryable]` generates use from beside the engine: the
-// default sleep, the operation's name for nested keys, and the front ends' reporting.
+// default sleep and the operation's name for nested keys. (The front ends' reporting, which
+// observes the engine, is `crate::observe`.)
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use crate::clock::tokio_sleep;
 pub use crate::context::operation_id;
-#[cfg(any(feature = "tracing", feature = "metrics"))]
-pub use crate::observe::Observer;
-pub use crate::observe::{Observed, observed, refused, wants_clock};
 pub use crate::{retry_async, retry_hedged, retry_sync};

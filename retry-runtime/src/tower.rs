@@ -102,11 +102,11 @@ pub use crate::per_request::{Chosen, ForEachRequest};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use http_retry::{
-    BoxError, DEFAULT_BODY_LIMIT, HttpFailure, HttpRetryLayer, HttpRetryService, is_idempotent,
+    DEFAULT_BODY_LIMIT, HttpFailure, HttpRetryLayer, HttpRetryService, is_idempotent,
 };
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use replay::{BodyNotReplayable, ReplayBody};
+pub use replay::{BodyNotReplayable, BoxError, ReplayBody};
 
 pub use service_error::{ProtectionOf, TimeoutOf};
 

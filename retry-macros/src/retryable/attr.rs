@@ -4,8 +4,9 @@
 
 use super::duration::parse_duration;
 use super::keys::{self, Key, Takes};
-use super::suggest::{nearest, unknown_key_message};
+use super::suggest::unknown_key_message;
 pub(crate) use crate::errors::Errors;
+use crate::spelling::nearest;
 use proc_macro2::TokenStream;
 use std::time::Duration;
 use syn::meta::ParseNestedMeta;

@@ -125,7 +125,7 @@ fn expand(
     // `tracing` events when a subscriber listens.
     let needs_clock = match args.get("on_failure") {
         Some(_) => quote!(true),
-        None => quote!(#krate::run::wants_clock()),
+        None => quote!(#krate::observe::wants_clock()),
     };
     let protection = Protection::new(args, &krate, &call, &hook, &ret);
     let equip = &protection.equip;
@@ -234,7 +234,7 @@ fn expand(
         quote!({
             #policy_setup
             let #classifier = #classify;
-            let mut #hook = #krate::run::observed(#hook_expr, #path);
+            let mut #hook = #krate::observe::observed(#hook_expr, #path);
             #protection_setup
             #start
             #equip
@@ -315,22 +315,6 @@ fn hedged(parts: HedgeParts<'_>) -> TokenStream {
         #call.#after(&#classifier, &mut #hook) <- #attempt,
         outcome: #ret, timeout: #timeout, then: #then, sleep: #sleep, hedge: #delay
     ))
-}
-
-/// `tokens` with every span set to `span`, so that an error about them is reported there.
-pub(super) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut tt| {
-            if let proc_macro2::TokenTree::Group(g) = &tt {
-                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
-                group.set_span(span);
-                tt = group.into();
-            }
-            tt.set_span(span);
-            tt
-        })
-        .collect()
 }
 
 /// Whether a type's tokens hold a reference or a lifetime.

@@ -14,4 +14,3 @@ mod suggest;
 mod valid;
 
 pub(crate) use expand::retryable;
-pub(crate) use suggest::nearest;

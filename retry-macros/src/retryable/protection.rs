@@ -3,7 +3,6 @@
 //! a timeout becomes the function's error.
 
 use super::attr::Args;
-use super::expand::respan;
 use super::policy::duration;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -123,7 +122,7 @@ impl Protection {
                 if let ::core::result::Result::Err(#refused) =
                     #krate::run::Equip::<#error>::admit(&#protection, &mut #call)
                 {
-                    #krate::run::refused(&mut #hook);
+                    #krate::observe::refused(&mut #hook);
                     return ::core::result::Result::Err(#refused);
                 }
             };
@@ -149,4 +148,20 @@ impl Protection {
             timeout,
         }
     }
+}
+
+/// `tokens` with every span set to `span`, so that an error about them is reported there.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let proc_macro2::TokenTree::Group(g) = &tt {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = group.into();
+            }
+            tt.set_span(span);
+            tt
+        })
+        .collect()
 }

@@ -17,10 +17,10 @@ pub use in_attempt::InAttempt;
 
 use decide::Failed;
 
+use super::call_policy::CallPolicy;
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
-use super::policy_call::CallPolicy;
 use super::protection::{PanicGuard, Protected, Protection, Unprotected};
 use super::timeout::TimeoutSlot;
 use crate::adaptive::{Adapt, Tuning};

@@ -1,10 +1,10 @@
 //! Hedged attempts: when an attempt is slow, start another beside it; the first success wins.
 
 use super::call::Call;
+use super::call_policy::CallPolicy;
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
-use super::policy_call::CallPolicy;
 use super::protection::{PanicGuard, PanicSink, Protection};
 use super::retry::{Retry, begin};
 use super::shared::Equip;

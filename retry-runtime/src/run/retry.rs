@@ -1,5 +1,5 @@
 //! The non-macro front end: [`Retry`], a builder over the engine. [`RetryPolicy::call`] is
-//! the shortcut over it (see [`policy_call`](super::policy_call)).
+//! the shortcut over it.
 
 use super::classifier::{ByTrait, Classifier};
 use super::hook::{Displayed, Hook, NoHook};

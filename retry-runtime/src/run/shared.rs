@@ -7,8 +7,8 @@
 //! [`protection`](super::protection).
 
 use super::call::Call;
+use super::call_policy::CallPolicy;
 use super::outcome::{Conversion, Outcome};
-use super::policy_call::CallPolicy;
 use super::protection::{Protected, Protection, Unprotected};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;

@@ -1,7 +1,7 @@
 //! [`HttpRetryLayer`]: the tower layer for HTTP clients, with the semantics the SPEC gives
 //! (status table, `Retry-After`, idempotence by method or `Idempotency-Key`, replayed bodies).
 
-use super::replay::{BodyNotReplayable, ReplayBody};
+use super::replay::{BodyNotReplayable, BoxError, ReplayBody};
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
@@ -25,9 +25,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
-
-/// The error type of an [`HttpRetryService`]: the inner service's error, boxed.
-pub type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// How many request-body bytes are kept for replay unless `.body_limit(..)` says otherwise.
 pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;

@@ -9,7 +9,6 @@
 //! the attempt that met the failure passes it on, and every copy after it fails too, rather
 //! than sending what was read before the failure as if it were the whole body.
 
-use super::http_retry::BoxError;
 use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
@@ -17,6 +16,10 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
+
+/// The error type of an [`HttpRetryService`](super::HttpRetryService) and of a [`ReplayBody`]:
+/// the inner service's (or the body source's) error, boxed.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The state every copy of one request's body shares.
 struct Shared<B> {

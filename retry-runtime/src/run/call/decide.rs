@@ -3,9 +3,9 @@
 
 use super::Call;
 use crate::class::ErrorClass;
+use crate::run::call_policy::CallPolicy;
 use crate::run::classifier::Classifier;
 use crate::run::hook::Hook;
-use crate::run::policy_call::CallPolicy;
 use crate::run::protection::Protection;
 use crate::run::stop::{Failure, Next, StopReason, Verdict};
 use std::time::Duration;

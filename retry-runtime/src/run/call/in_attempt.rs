@@ -2,7 +2,7 @@
 
 use super::Call;
 use crate::policy::RetryPolicy;
-use crate::run::policy_call::CallPolicy;
+use crate::run::call_policy::CallPolicy;
 use crate::run::protection::{PanicGuard, Protection, Unprotected};
 use std::future::Future;
 use std::pin::Pin;

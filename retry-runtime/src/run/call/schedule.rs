@@ -5,7 +5,7 @@ use super::Call;
 use crate::clock;
 use crate::policy::Jitter;
 use crate::rng;
-use crate::run::policy_call::CallPolicy;
+use crate::run::call_policy::CallPolicy;
 use crate::run::protection::Protection;
 use crate::run::stop::{StopReason, Verdict};
 use std::time::Duration;
