@@ -98,3 +98,51 @@ fn public_names_have_the_promised_traits_and_const_constructors() {
     assert_eq!(TENANTS.get(&7u32).tokens(), 10.0);
     assert_eq!(BUDGET.label(), Some("payments"));
 }
+
+// A configured builder kept in a struct field, its type written with `retry_kit`'s names only
+// (issue: the types in `Retry`'s signature could not be named without `retry_runtime`).
+struct Client {
+    retry: retry_kit::Retry<
+        'static,
+        fn(&Busy) -> ErrorClass,
+        retry_kit::run::NoHook,
+        retry_kit::run::WithBudget<
+            retry_kit::run::WithCircuit<retry_kit::run::Unprotected, &'static CircuitBreaker>,
+            &'static RetryBudget,
+        >,
+        retry_kit::run::AttemptTimeout,
+    >,
+}
+
+static CLIENT_BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
+static CLIENT_BUDGET: RetryBudget = RetryBudget::new(10, 0.1);
+static CLIENT_POLICY: RetryPolicy = RetryPolicy::new().attempts(3).base(Duration::ZERO);
+
+impl From<TimedOut> for Busy {
+    fn from(_: TimedOut) -> Self {
+        Busy
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_configured_retry_is_stored_in_a_field_named_through_retry_kit() {
+    let client = Client {
+        retry: retry_kit::Retry::new(&CLIENT_POLICY)
+            .classify((|_: &Busy| ErrorClass::Transient) as fn(&Busy) -> ErrorClass)
+            .circuit(&CLIENT_BREAKER)
+            .budget(&CLIENT_BUDGET)
+            .attempt_timeout(Duration::from_secs(1)),
+    };
+    let mut attempts = 0;
+    let out: Result<u32, Busy> = client
+        .retry
+        .clone()
+        .call_async(|| {
+            attempts += 1;
+            let n = attempts;
+            async move { if n < 3 { Err(Busy) } else { Ok(n) } }
+        })
+        .await;
+    assert_eq!(out.ok(), Some(3));
+    assert_eq!(CLIENT_BREAKER.state(), CircuitState::Closed);
+}
