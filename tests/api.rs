@@ -101,15 +101,17 @@ fn public_names_have_the_promised_traits_and_const_constructors() {
 
 // A configured builder kept in a struct field, its type written with `retry_kit`'s names only
 // (issue: the types in `Retry`'s signature could not be named without `retry_runtime`).
+type Protection = retry_kit::run::WithBudget<
+    retry_kit::run::WithCircuit<retry_kit::run::Unprotected, &'static CircuitBreaker>,
+    &'static RetryBudget,
+>;
+
 struct Client {
     retry: retry_kit::Retry<
         'static,
         fn(&Busy) -> ErrorClass,
         retry_kit::run::NoHook,
-        retry_kit::run::WithBudget<
-            retry_kit::run::WithCircuit<retry_kit::run::Unprotected, &'static CircuitBreaker>,
-            &'static RetryBudget,
-        >,
+        Protection,
         retry_kit::run::AttemptTimeout,
     >,
 }

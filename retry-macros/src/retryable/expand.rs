@@ -128,14 +128,11 @@ fn expand(
         None => quote!(#krate::observe::wants_clock()),
     };
     let protection = Protection::new(args, &krate, &call, &hook, &ret);
-    let equip = &protection.equip;
-    let start = if equip.is_empty() {
-        quote!(let mut #call = #krate::run::Call::new(#policy_ref, #needs_clock);)
-    } else {
-        quote!(let #call = #krate::run::Call::new(#policy_ref, #needs_clock);)
-    };
+    let start = protection.start(
+        &call,
+        quote!(#krate::run::Call::new(#policy_ref, #needs_clock)),
+    );
     let protection_setup = &protection.setup;
-    let admit = &protection.admit;
     let prelude = fresh::prelude(bindings, &krate);
     // A result that borrows (`Result<&T, E>`) is the usual cause of a borrow error between
     // attempts (a body returning a borrow of data it mutates): such errors then point at the
@@ -237,9 +234,7 @@ fn expand(
             let mut #hook = #krate::observe::observed(#hook_expr, #path);
             #protection_setup
             #start
-            #equip
             #timed_setup
-            #admit
             #run
         })
     };

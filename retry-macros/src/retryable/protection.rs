@@ -14,11 +14,11 @@ use syn::{Ident, Path, Type};
 pub(super) struct Protection {
     /// Before the engine is made: with `key`, the key's breaker and budget.
     pub(super) setup: TokenStream,
-    /// After the engine is made: the engine equipped with the protection (through `Equip`, as
-    /// every front end equips its calls).
-    pub(super) equip: TokenStream,
+    /// The engine equipped with the protection (through `Equip`, as every front end equips its
+    /// calls) and the first attempt admitted, in a block of their own: see [`Protection::start`].
+    equip: TokenStream,
     /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
-    pub(super) admit: TokenStream,
+    admit: TokenStream,
     /// Before the loop: the attempt timeout, a limit and the conversion of a timeout into the
     /// error type.
     pub(super) timed_setup: TokenStream,
@@ -27,6 +27,19 @@ pub(super) struct Protection {
 }
 
 impl Protection {
+    /// The engine `call`, made by `new_call`, equipped and admitted.
+    pub(super) fn start(&self, call: &Ident, new_call: TokenStream) -> TokenStream {
+        let Protection { equip, admit, .. } = self;
+        if equip.is_empty() {
+            return quote!(let mut #call = #new_call; #admit);
+        }
+        quote! {
+            let #call = #new_call;
+            #equip
+            #admit
+        }
+    }
+
     pub(super) fn new(args: &Args, krate: &Path, call: &Ident, hook: &Ident, ret: &Type) -> Self {
         let mut setup = TokenStream::new();
         // `.adaptive(..)`, `.circuit(..)` and `.budget(..)` on a `Shared` protection.
@@ -108,19 +121,22 @@ impl Protection {
             };
             shared.extend(quote!(.#method(#value)));
         }
-        let protection = Ident::new("__rk_protection", Span::mixed_site());
+        let shared_value = quote!(#krate::run::Shared::new() #shared);
         let error = quote!(#krate::run::ErrorOf<#ret>);
         let equip = if shared.is_empty() {
             TokenStream::new()
         } else {
-            setup.extend(quote!(let #protection = #krate::run::Shared::new() #shared;));
-            quote!(let mut #call = #krate::run::Equip::<#error>::equip(&#protection, #call);)
+            // A temporary each time it is needed, never a local: a borrowed local would be kept
+            // in an async retryable future across every await.
+            quote! {
+                let mut #call = #krate::run::Equip::<#error>::equip(&(#shared_value), #call);
+            }
         };
         if args.get("circuit").is_some() {
             let refused = Ident::new("__rk_refused", Span::mixed_site());
             admit = quote! {
                 if let ::core::result::Result::Err(#refused) =
-                    #krate::run::Equip::<#error>::admit(&#protection, &mut #call)
+                    #krate::run::Equip::<#error>::admit(&(#shared_value), &mut #call)
                 {
                     #krate::observe::refused(&mut #hook);
                     return ::core::result::Result::Err(#refused);
