@@ -17,9 +17,23 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// The attempts in flight of one hedged call, and the timer that starts the next one.
+///
+/// An attempt that starts while none is running (the first, or one after every earlier attempt
+/// finished) is kept in place, in the call's own future: a hedged call whose attempt answers
+/// before the hedge delay allocates nothing. Only attempts that start beside a running one are
+/// boxed, since they finish and are dropped out of order. The one in place is always the
+/// oldest running, so attempts are still polled in the order they started.
+///
+/// Used pinned (`core::pin::pin!`), as [`retry_hedged!`](crate::retry_hedged) does: the attempt
+/// in place is polled where it is.
 pub struct Hedging<F, D> {
     after: Duration,
-    running: Vec<Slot<F, D>>,
+    /// The attempt in place: its number, context and hold ...
+    first: Option<Running<D>>,
+    /// ... and its future, pinned with the `Hedging` (structurally), dropped in place.
+    first_attempt: Option<F>,
+    /// The attempts started beside a running one, in the order they started.
+    others: Vec<Boxed<F, D>>,
     /// What the timer is for: a hedge (ask the budget and breaker when it fires), or an
     /// attempt already admitted, waiting out a retry-after (with its breaker permit).
     timer: Timer<D>,
@@ -31,11 +45,37 @@ enum Timer<D> {
     Admitted(D),
 }
 
-struct Slot<F, D> {
+/// What the call keeps of a running attempt besides its future.
+struct Running<D> {
     number: u32,
     ctx: CallCtx,
     hold: D,
+}
+
+struct Boxed<F, D> {
+    running: Running<D>,
     attempt: Pin<Box<F>>,
+}
+
+/// A pinned [`Hedging`]'s fields: the attempt in place pinned, the rest not.
+struct Fields<'a, F, D> {
+    after: Duration,
+    first: &'a mut Option<Running<D>>,
+    first_attempt: Pin<&'a mut Option<F>>,
+    others: &'a mut Vec<Boxed<F, D>>,
+    timer: &'a mut Timer<D>,
+}
+
+impl<F, D> Fields<'_, F, D> {
+    fn running(&self) -> u32 {
+        running(self.first, self.others)
+    }
+}
+
+/// How many attempts are running: the one in place and the boxed ones.
+fn running<F, D>(first: &Option<Running<D>>, others: &[Boxed<F, D>]) -> u32 {
+    let others = u32::try_from(others.len()).unwrap_or(u32::MAX);
+    others.saturating_add(u32::from(first.is_some()))
 }
 
 /// What [`Hedging::next`] waits for: an attempt that finished, or the timer.
@@ -59,62 +99,87 @@ impl<F: Future, D> Hedging<F, D> {
     pub fn new(after: Duration) -> Self {
         Hedging {
             after,
-            running: Vec::new(),
+            first: None,
+            first_attempt: None,
+            others: Vec::new(),
             timer: Timer::Off,
         }
     }
 
     /// How many attempts are running.
     pub fn running(&self) -> u32 {
-        u32::try_from(self.running.len()).unwrap_or(u32::MAX)
+        running(&self.first, &self.others)
+    }
+
+    /// The fields, with the attempt in place pinned.
+    fn project(self: Pin<&mut Self>) -> Fields<'_, F, D> {
+        // SAFETY: `first_attempt` is pinned structurally: it is only ever set or cleared
+        // through the `Pin` made here (`Pin::set`, which drops the old value in place), never
+        // moved out, and `Hedging` has no `Drop` impl. The other fields are not pinned, and each
+        // reference covers one field only.
+        unsafe {
+            let this = self.get_unchecked_mut();
+            Fields {
+                after: this.after,
+                first: &mut this.first,
+                first_attempt: Pin::new_unchecked(&mut this.first_attempt),
+                others: &mut this.others,
+                timer: &mut this.timer,
+            }
+        }
     }
 
     /// Start `attempt` on `call` (already admitted), and say how long until the next hedge,
     /// if another attempt may still start.
     pub fn start<'p, S, P: CallPolicy>(
-        &mut self,
+        self: Pin<&mut Self>,
         call: &mut Call<'p, S, P>,
         attempt: F,
     ) -> Option<Duration>
     where
         S: Protection<'p, Hold = D>,
     {
+        let mut this = self.project();
         let (number, ctx, hold) = call.begin_hedge();
-        self.running.push(Slot {
-            number,
-            ctx,
-            hold,
-            attempt: Box::pin(attempt),
-        });
-        if call.may_start_more() {
-            self.timer = Timer::Hedge;
-            Some(self.after)
+        let running = Running { number, ctx, hold };
+        if this.first.is_none() && this.others.is_empty() {
+            *this.first = Some(running);
+            this.first_attempt.set(Some(attempt));
         } else {
-            self.timer = Timer::Off;
+            this.others.push(Boxed {
+                running,
+                attempt: Box::pin(attempt),
+            });
+        }
+        if call.may_start_more() {
+            *this.timer = Timer::Hedge;
+            Some(this.after)
+        } else {
+            *this.timer = Timer::Off;
             None
         }
     }
 
     /// The next attempt is admitted but waits out a retry-after: keep its admission (the
     /// breaker permit) until the timer the caller arms fires.
-    pub fn admitted_after<'p, S, P: CallPolicy>(&mut self, call: &mut Call<'p, S, P>)
+    pub fn admitted_after<'p, S, P: CallPolicy>(self: Pin<&mut Self>, call: &mut Call<'p, S, P>)
     where
         S: Protection<'p, Hold = D>,
     {
-        self.timer = Timer::Admitted(call.protection.take_hold());
+        *self.project().timer = Timer::Admitted(call.protection.take_hold());
     }
 
     /// The call starts no further attempt (a stop that leaves attempts running): forget the
     /// timer's purpose, releasing an admitted attempt's permit as neither success nor failure.
-    pub fn start_no_more(&mut self) {
-        self.timer = Timer::Off;
+    pub fn start_no_more(self: Pin<&mut Self>) {
+        *self.project().timer = Timer::Off;
     }
 
     /// The timer fired: whether to start the next attempt now. A hedge is admitted now (by
     /// the deadline, the budget and the breaker) and reported to `hook`; an attempt that
     /// waited out a retry-after was admitted before.
     pub fn timer_fired<'p, S, P: CallPolicy, E, H>(
-        &mut self,
+        self: Pin<&mut Self>,
         call: &mut Call<'p, S, P>,
         hook: &mut H,
     ) -> bool
@@ -122,12 +187,13 @@ impl<F: Future, D> Hedging<F, D> {
         S: Protection<'p, Hold = D>,
         H: super::Hook<E>,
     {
-        match std::mem::replace(&mut self.timer, Timer::Off) {
+        let this = self.project();
+        match std::mem::replace(this.timer, Timer::Off) {
             Timer::Off => false,
             Timer::Hedge => {
                 let admitted = call.admit_hedge();
                 if admitted {
-                    hook.on_hedge(call.attempt().saturating_add(1), self.running());
+                    hook.on_hedge(call.attempt().saturating_add(1), this.running());
                 }
                 admitted
             }
@@ -140,7 +206,7 @@ impl<F: Future, D> Hedging<F, D> {
 
     /// Wait for the first attempt to finish or for `timer` (`None`: no timer).
     pub fn next<'a, 'p, S, P: CallPolicy, T>(
-        &'a mut self,
+        mut self: Pin<&'a mut Self>,
         call: &'a mut Call<'p, S, P>,
         mut timer: Pin<&'a mut Option<T>>,
     ) -> impl Future<Output = Event<F::Output, D>> + 'a
@@ -149,7 +215,7 @@ impl<F: Future, D> Hedging<F, D> {
         T: Future<Output = ()>,
     {
         std::future::poll_fn(move |cx| {
-            if let Some(done) = self.poll_attempts(call, cx) {
+            if let Some(done) = self.as_mut().poll_attempts(call, cx) {
                 return Poll::Ready(done);
             }
             match timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
@@ -162,43 +228,64 @@ impl<F: Future, D> Hedging<F, D> {
         })
     }
 
-    /// Poll every running attempt, in the order they started, each with its own context
-    /// installed and a panic recorded against its own hold.
+    /// Poll every running attempt, in the order they started (the one in place is the
+    /// oldest), each with its own context installed and a panic recorded against its own hold.
     fn poll_attempts<'p, S, P: CallPolicy>(
-        &mut self,
+        self: Pin<&mut Self>,
         call: &mut Call<'p, S, P>,
         cx: &mut Context<'_>,
     ) -> Option<Event<F::Output, D>>
     where
         S: Protection<'p, Hold = D>,
     {
-        for i in 0..self.running.len() {
-            let slot = &mut self.running[i];
-            let _entered = slot.ctx.enter();
-            let mut own = OwnHold {
-                protection: &mut call.protection,
-                hold: &mut slot.hold,
-            };
-            let guard = PanicGuard(&mut own);
-            let polled = slot.attempt.as_mut().poll(cx);
-            std::mem::forget(guard);
-            if let Poll::Ready(out) = polled {
-                drop(_entered);
-                let slot = self.running.remove(i);
-                return Some(Event::Finished {
-                    number: slot.number,
-                    out,
-                    hold: slot.hold,
-                });
+        let mut this = self.project();
+        if let (Some(running), Some(attempt)) = (
+            this.first.as_mut(),
+            this.first_attempt.as_mut().as_pin_mut(),
+        ) {
+            if let Poll::Ready(out) = poll_one(running, attempt, call, cx) {
+                this.first_attempt.set(None);
+                let Running { number, hold, .. } = this.first.take()?;
+                return Some(Event::Finished { number, out, hold });
+            }
+        }
+        for i in 0..this.others.len() {
+            let Boxed { running, attempt } = &mut this.others[i];
+            if let Poll::Ready(out) = poll_one(running, attempt.as_mut(), call, cx) {
+                let Running { number, hold, .. } = this.others.remove(i).running;
+                return Some(Event::Finished { number, out, hold });
             }
         }
         None
     }
 }
 
+/// Poll one attempt with its own context installed and a panic recorded against its own hold.
+fn poll_one<'p, F: Future, S, P: CallPolicy>(
+    running: &mut Running<S::Hold>,
+    attempt: Pin<&mut F>,
+    call: &mut Call<'p, S, P>,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output>
+where
+    S: Protection<'p>,
+{
+    let _entered = running.ctx.enter();
+    let mut own = OwnHold {
+        protection: &mut call.protection,
+        hold: &mut running.hold,
+    };
+    let guard = PanicGuard(&mut own);
+    let polled = attempt.poll(cx);
+    std::mem::forget(guard);
+    polled
+}
+
 impl<F, D> std::fmt::Debug for Hedging<F, D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let running: Vec<u32> = self.running.iter().map(|s| s.number).collect();
+        let running: Vec<u32> = (self.first.iter().map(|r| r.number))
+            .chain(self.others.iter().map(|b| b.running.number))
+            .collect();
         let timer = match self.timer {
             Timer::Off => "off",
             Timer::Hedge => "hedge",
@@ -382,16 +469,16 @@ macro_rules! retry_hedged {
     ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr,
      outcome: $outcome:ty, timeout: $timeout:expr, then: $then:expr, sleep: $sleep:expr,
      hedge: $delay:expr) => {{
-        let mut hedging = $crate::run::Hedging::new($delay);
+        let mut hedging = ::core::pin::pin!($crate::run::Hedging::new($delay));
         let mut timer = ::core::pin::pin!(::core::option::Option::None);
         let mut start = true;
         loop {
             if ::core::mem::take(&mut start) {
                 let attempt = $call.timed::<$outcome, _, _, _, _>($timeout, $attempt, &$sleep);
-                let due = hedging.start(&mut $call, attempt);
+                let due = hedging.as_mut().start(&mut $call, attempt);
                 timer.set(due.map(&$sleep));
             }
-            match hedging.next(&mut $call, timer.as_mut()).await {
+            match hedging.as_mut().next(&mut $call, timer.as_mut()).await {
                 $crate::run::Event::Finished { number, out, hold } => {
                     let mut timed_out = false;
                     let out =
@@ -409,19 +496,19 @@ macro_rules! retry_hedged {
                             if delay.is_zero() || $crate::clock::virtual_sleep(delay) {
                                 start = true;
                             } else {
-                                hedging.admitted_after(&mut $call);
+                                hedging.as_mut().admitted_after(&mut $call);
                                 timer.set(::core::option::Option::Some(($sleep)(delay)));
                             }
                         }
                         $crate::run::Then::Wait => {
                             // No new attempt, hedge or retry: disarm the timer.
-                            hedging.start_no_more();
+                            hedging.as_mut().start_no_more();
                             timer.set(::core::option::Option::None);
                         }
                     }
                 }
                 $crate::run::Event::Timer => {
-                    start = hedging.timer_fired(&mut $call, $hook);
+                    start = hedging.as_mut().timer_fired(&mut $call, $hook);
                 }
             }
         }
