@@ -576,3 +576,26 @@ async fn a_retry_after_over_max_delay_stops_a_hedged_call_from_starting_more() {
     assert_eq!(read_pushed_back(&replica).await, Ok(1));
     assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 50 * MS)]);
 }
+
+#[retryable(attempts = 3, idempotent, hedge = "50ms")]
+async fn busy_at_once_then_answer(
+    starts: &Mutex<Vec<Duration>>,
+    origin: Instant,
+) -> Result<u32, ReadError> {
+    starts.lock().unwrap().push(origin.elapsed());
+    match current_attempt().unwrap().number() {
+        1 => Err(ReadError::Busy { wait: 200 * MS }),
+        n => Ok(n),
+    }
+}
+
+/// The hedge timer is armed only once an attempt is pending; an attempt that fails on its first
+/// poll with a retry-after leaves no hedge delay behind to cut that wait short.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_that_fails_at_once_waits_its_retry_after_not_the_hedge_delay() {
+    let starts = Mutex::new(Vec::new());
+    let origin = Instant::now();
+    assert_eq!(busy_at_once_then_answer(&starts, origin).await, Ok(2));
+    assert_eq!(*starts.lock().unwrap(), [Duration::ZERO, 200 * MS]);
+    assert_eq!(origin.elapsed(), 200 * MS);
+}

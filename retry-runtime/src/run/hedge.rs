@@ -204,19 +204,27 @@ impl<F: Future, D> Hedging<F, D> {
         }
     }
 
-    /// Wait for the first attempt to finish or for `timer` (`None`: no timer).
-    pub fn next<'a, 'p, S, P: CallPolicy, T>(
+    /// Wait for the first attempt to finish or for `timer` (`None`: no timer). A hedge delay
+    /// in `due` is armed (a timer from `sleep`) only once the running attempts are pending: an
+    /// attempt that answers on its first poll never makes a timer.
+    pub fn next<'a, 'p, S, P: CallPolicy, T, Sl>(
         mut self: Pin<&'a mut Self>,
         call: &'a mut Call<'p, S, P>,
         mut timer: Pin<&'a mut Option<T>>,
+        due: &'a mut Option<Duration>,
+        sleep: &'a Sl,
     ) -> impl Future<Output = Event<F::Output, D>> + 'a
     where
         S: Protection<'p, Hold = D>,
         T: Future<Output = ()>,
+        Sl: Fn(Duration) -> T,
     {
         std::future::poll_fn(move |cx| {
             if let Some(done) = self.as_mut().poll_attempts(call, cx) {
                 return Poll::Ready(done);
+            }
+            if let Some(after) = due.take() {
+                timer.set(Some(sleep(after)));
             }
             match timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
                 Some(Poll::Ready(())) => {
@@ -471,14 +479,20 @@ macro_rules! retry_hedged {
      hedge: $delay:expr) => {{
         let mut hedging = ::core::pin::pin!($crate::run::Hedging::new($delay));
         let mut timer = ::core::pin::pin!(::core::option::Option::None);
+        // A hedge delay not armed yet: `next` arms it once the attempts are pending.
+        let mut due = ::core::option::Option::None;
         let mut start = true;
         loop {
             if ::core::mem::take(&mut start) {
                 let attempt = $call.timed::<$outcome, _, _, _, _>($timeout, $attempt, &$sleep);
-                let due = hedging.as_mut().start(&mut $call, attempt);
-                timer.set(due.map(&$sleep));
+                due = hedging.as_mut().start(&mut $call, attempt);
+                timer.set(::core::option::Option::None);
             }
-            match hedging.as_mut().next(&mut $call, timer.as_mut()).await {
+            match hedging
+                .as_mut()
+                .next(&mut $call, timer.as_mut(), &mut due, &$sleep)
+                .await
+            {
                 $crate::run::Event::Finished { number, out, hold } => {
                     let mut timed_out = false;
                     let out =
@@ -497,12 +511,14 @@ macro_rules! retry_hedged {
                                 start = true;
                             } else {
                                 hedging.as_mut().admitted_after(&mut $call);
+                                due = ::core::option::Option::None;
                                 timer.set(::core::option::Option::Some(($sleep)(delay)));
                             }
                         }
                         $crate::run::Then::Wait => {
                             // No new attempt, hedge or retry: disarm the timer.
                             hedging.as_mut().start_no_more();
+                            due = ::core::option::Option::None;
                             timer.set(::core::option::Option::None);
                         }
                     }
