@@ -18,12 +18,14 @@
 //!
 //! What `#[retryable(attempts = 3)]` makes of a sync function, written by hand (the attribute
 //! also passes the hook the error's `Display`, and names the policy by a zero-sized type so
-//! that it is a constant):
+//! that it is a constant). With a breaker, equip the call through [`Equip`] (see [`Shared`])
+//! and, when the breaker refuses the first attempt, report it with
+//! [`observe::refused`](crate::observe::refused) before returning, as the attribute does.
 //!
 //! ```
 //! # extern crate retry_runtime as retry_kit;
-//! use retry_kit::observe::{observed, wants_clock};
-//! use retry_kit::run::{ByTrait, Call, NoHook, retry_sync};
+//! use retry_kit::observe::observed;
+//! use retry_kit::run::{ByTrait, Call, Hook, NoHook, retry_sync};
 //! use retry_kit::{RetryPolicy, current_attempt};
 //! use std::io;
 //!
@@ -31,7 +33,9 @@
 //!     const POLICY: RetryPolicy = RetryPolicy::new().attempts(3);
 //!     let classifier = ByTrait;
 //!     let mut hook = observed(NoHook, "read");
-//!     let mut call = Call::new(&POLICY, wants_clock());
+//!     // Read the clock at the start only if the hook wants `Failure::elapsed` (a real
+//!     // `on_failure` function does; `NoHook` does when a `tracing` subscriber listens).
+//!     let mut call = Call::new(&POLICY, Hook::<io::Error>::wants_clock(&hook));
 //!     retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(|| {
 //!         // The function's body, unchanged: it borrows `path` and `tries` afresh each attempt.
 //!         *tries += 1;

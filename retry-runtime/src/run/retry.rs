@@ -108,6 +108,58 @@ pub(crate) use rebuild;
 /// assert_eq!(slept.len(), 2);
 /// assert!(slept.iter().all(|d| *d <= Duration::from_millis(50)));
 /// ```
+///
+/// A configured builder can be kept, in a struct field for instance: its type names the
+/// classifier (a function pointer, not a closure, so that it can be written), the hook, the
+/// protection ([`Shared`](super::Shared) with its breaker and budget slots) and the timeout,
+/// all from `retry_kit` and `retry_kit::run`. `call` and `call_async` take the builder by
+/// value; it is `Clone` (references and function pointers), so clone it for each call.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::run::{AttemptTimeout, NoHook, Shared};
+/// use retry_kit::{CircuitBreaker, ErrorClass, Retry, RetryBudget, RetryPolicy};
+/// use std::time::Duration;
+///
+/// #[derive(Debug)]
+/// struct Unavailable;
+/// # impl From<retry_kit::CircuitOpen> for Unavailable { fn from(_: retry_kit::CircuitOpen) -> Self { Unavailable } }
+/// # impl From<retry_kit::TimedOut> for Unavailable { fn from(_: retry_kit::TimedOut) -> Self { Unavailable } }
+/// fn transient(_: &Unavailable) -> ErrorClass {
+///     ErrorClass::Transient
+/// }
+///
+/// static POLICY: RetryPolicy = RetryPolicy::new().attempts(3).base(Duration::ZERO);
+/// static BACKEND: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
+/// static RETRIES: RetryBudget = RetryBudget::new(10, 0.1);
+///
+/// struct Client {
+///     retry: Retry<
+///         'static,
+///         fn(&Unavailable) -> ErrorClass,
+///         NoHook,
+///         Shared<&'static CircuitBreaker, &'static RetryBudget>,
+///         AttemptTimeout,
+///     >,
+/// }
+///
+/// let client = Client {
+///     retry: Retry::new(&POLICY)
+///         .classify(transient as fn(&Unavailable) -> ErrorClass)
+///         .circuit(&BACKEND)
+///         .budget(&RETRIES)
+///         .attempt_timeout(Duration::from_secs(1)),
+/// };
+/// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+/// let mut tries = 0;
+/// let answer = client.retry.clone().call_async(|| {
+///     tries += 1;
+///     let ok = tries == 2;
+///     async move { if ok { Ok(2) } else { Err(Unavailable) } }
+/// });
+/// assert_eq!(answer.await.unwrap(), 2);
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 #[must_use = "a Retry does nothing until `call` or `call_async`"]
 pub struct Retry<'p, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {

@@ -9,9 +9,10 @@
 //! happens in the engine ([`Call`](super::Call)); the loop itself only runs the attempt, asks
 //! [`Call::after`](super::Call::after) and sleeps.
 
-/// The sync retry loop: evaluate `attempt` (which runs one attempt on the engine `call`) until
-/// `call.after(&outcome, classifier, hook)` says to return; sleep between attempts. The loop's
-/// value is the outcome.
+/// The sync retry loop: `retry_sync!(call.after(&classifier, &mut hook) <- attempt)` evaluates
+/// `attempt` (which runs one attempt on the engine `call`, as `call.attempt_sync(|| ..)`) until
+/// [`Call::after`](crate::run::Call::after), given that attempt's outcome, says to return;
+/// it sleeps between attempts. The loop's value is the last outcome.
 ///
 /// `after` is passed in so that generated code can give it the span of the declared return
 /// type, where type errors about the outcome are then reported.
@@ -50,8 +51,10 @@ macro_rules! retry_sync {
     };
 }
 
-/// The async retry loop: as [`retry_sync!`](crate::retry_sync), awaiting `attempt` and
-/// sleeping with `sleep` (a `Fn(Duration)` returning a future). Inside
+/// The async retry loop: `retry_async!(call.after(&classifier, &mut hook) <- attempt, sleep:
+/// sleep)`, as [`retry_sync!`](crate::retry_sync), with an attempt that is awaited in place
+/// (`call.attempt_async(async { .. }).await`) and sleeping with `sleep` (a `Fn(Duration)`
+/// returning a future). Inside
 /// `testing::record_sleeps_async` the wait is recorded instead of slept.
 ///
 /// The loop `#[retryable]` writes around an async body: each attempt is an `async` block made

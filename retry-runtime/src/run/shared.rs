@@ -232,6 +232,9 @@ impl<K, B, A> IntoShared for Shared<K, B, A> {
 ///
 /// Two steps, so that the call is built in place: returning it inside a `Result` made the
 /// builder copy the whole protected call once per call.
+///
+/// Call it with the error type named, `Equip::<E>::equip(&protection, call)`: a breaker turns
+/// its refusal into any `E: From<CircuitOpen>`, so `E` cannot be inferred from the arguments.
 pub trait Equip<'p, E>: CallState<'p> {
     /// Equip `call` with the breaker, budget and adaptive policy.
     fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Self::State, P>;
