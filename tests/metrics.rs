@@ -300,3 +300,31 @@ fn each_per_key_breaker_is_its_own_series_labelled_with_its_key() {
     assert_eq!(gauges[0].1, labels(&["breaker=hosts", "key=down.example"]));
     assert_eq!(HOSTS.get("down.example").key(), Some("down.example"));
 }
+
+#[retryable(attempts = 2, base = "0ms")]
+fn ping() -> Result<u32, StoreError> {
+    Ok(1)
+}
+
+/// Nothing is cached across recorders: a function called before any recorder is installed is
+/// counted by the one installed afterwards, and by each later one in turn (a `static` handle
+/// taken under the no-op recorder would count nothing, ever).
+#[test]
+fn a_recorder_installed_after_the_first_call_counts_every_later_call() {
+    let _ = ping();
+    let success = |n| {
+        (
+            "retry_kit_attempts_total".to_owned(),
+            labels(&["class=none", "fn=metrics::ping", "outcome=success"]),
+            DebugValue::Counter(n),
+        )
+    };
+    assert_eq!(measure(|| drop(ping())), [success(1)]);
+    assert_eq!(
+        measure(|| {
+            let _ = ping();
+            let _ = ping();
+        }),
+        [success(2)]
+    );
+}

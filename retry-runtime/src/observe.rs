@@ -118,11 +118,84 @@ pub type Observed<H> = H;
 pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
     #[cfg(any(feature = "tracing", feature = "metrics"))]
     {
-        Observer { hook, name }
+        Observer {
+            hook,
+            name,
+            #[cfg(feature = "metrics")]
+            meter: None,
+        }
     }
     #[cfg(not(any(feature = "tracing", feature = "metrics")))]
     {
         let _ = name;
+        hook
+    }
+}
+
+/// A retried function's name and, with the `metrics` feature, the labels of its measurements,
+/// made once: `#[retryable]` keeps one in a `static` per function, so that counting a success
+/// builds no labels and allocates nothing.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::observe::{Meter, observed_as};
+/// use retry_kit::run::{ByTrait, Call, Hook, NoHook, retry_sync};
+/// use retry_kit::RetryPolicy;
+/// use std::io;
+///
+/// static LOAD: Meter = Meter::new("my_app::load");
+/// const POLICY: RetryPolicy = RetryPolicy::new().attempts(2);
+///
+/// let mut hook = observed_as(NoHook, &LOAD);
+/// let mut call = Call::new(&POLICY, Hook::<io::Error>::wants_clock(&hook));
+/// let out: io::Result<u32> =
+///     retry_sync!(call.after(&ByTrait, &mut hook) <- call.attempt_sync(|| Ok(1)));
+/// assert_eq!(out.unwrap(), 1);
+/// assert_eq!(LOAD.name(), "my_app::load");
+/// ```
+#[derive(Debug)]
+pub struct Meter {
+    name: &'static str,
+    /// `fn` = the name, `outcome` = `success`, `class` = `none`.
+    #[cfg(feature = "metrics")]
+    success: [::metrics::Label; 3],
+}
+
+impl Meter {
+    /// The meter of the function `name` (its path, as in `tracing` events and metrics labels).
+    pub const fn new(name: &'static str) -> Self {
+        Meter {
+            name,
+            #[cfg(feature = "metrics")]
+            success: [
+                ::metrics::Label::from_static_parts("fn", name),
+                ::metrics::Label::from_static_parts("outcome", "success"),
+                ::metrics::Label::from_static_parts("class", "none"),
+            ],
+        }
+    }
+
+    /// The function's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// As [`observed`], with the function's [`Meter`]: what `#[retryable]` hands the engine.
+#[inline]
+pub fn observed_as<H>(hook: H, meter: &'static Meter) -> Observed<H> {
+    #[cfg(any(feature = "tracing", feature = "metrics"))]
+    {
+        Observer {
+            hook,
+            name: meter.name,
+            #[cfg(feature = "metrics")]
+            meter: Some(meter),
+        }
+    }
+    #[cfg(not(any(feature = "tracing", feature = "metrics")))]
+    {
+        let _ = meter;
         hook
     }
 }
@@ -134,6 +207,10 @@ pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
 pub struct Observer<H> {
     hook: H,
     name: &'static str,
+    /// The function's labels made once, if it has a [`Meter`]; else they are made per
+    /// measurement from `name`.
+    #[cfg(feature = "metrics")]
+    meter: Option<&'static Meter>,
 }
 
 #[cfg(any(feature = "tracing", feature = "metrics"))]
@@ -164,7 +241,10 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
             self.hook.on_success(attempt);
         }
         #[cfg(feature = "metrics")]
-        crate::meter::succeeded(self.name);
+        match self.meter {
+            Some(meter) => crate::meter::succeeded_as(&meter.success),
+            None => crate::meter::succeeded(self.name),
+        }
     }
 
     #[inline]

@@ -85,6 +85,7 @@ fn expand(
     let call = Ident::new("__rk", Span::mixed_site());
     let classifier = Ident::new("__rk_classifier", Span::mixed_site());
     let hook = Ident::new("__rk_hook", Span::mixed_site());
+    let meter = Ident::new("__RK_METER", Span::mixed_site());
     // Type errors about the outcome (not a `Result`, an error without `Classify`) point at the
     // declared return type.
     let after = Ident::new("after", ret_span);
@@ -231,7 +232,10 @@ fn expand(
         quote!({
             #policy_setup
             let #classifier = #classify;
-            let mut #hook = #krate::observe::observed(#hook_expr, #path);
+            let mut #hook = {
+                static #meter: #krate::observe::Meter = #krate::observe::Meter::new(#path);
+                #krate::observe::observed_as(#hook_expr, &#meter)
+            };
             #protection_setup
             #start
             #timed_setup
