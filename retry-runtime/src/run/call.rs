@@ -297,22 +297,8 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         Sl: FnOnce(Duration) -> SlFut,
         SlFut: Future<Output = ()>,
     {
-        let attempt = self.timed(timeout, body, sleep);
+        let attempt = timeout.wrap(body, sleep, || self.time_left());
         self.attempt_async(attempt)
-    }
-
-    /// An attempt's body wrapped in `timeout`, not yet begun: what
-    /// [`attempt_timed`](Self::attempt_timed) runs, and a hedged call starts beside others.
-    #[inline]
-    pub fn timed<R, T, F, Sl, SlFut>(&self, timeout: &T, body: F, sleep: Sl) -> T::Attempt<F, SlFut>
-    where
-        R: Outcome,
-        T: TimeoutSlot<R::Error>,
-        F: Future<Output = R>,
-        Sl: FnOnce(Duration) -> SlFut,
-        SlFut: Future<Output = ()>,
-    {
-        timeout.wrap(body, sleep, || self.time_left())
     }
 
     /// The outcome of an attempt [`attempt_timed`](Self::attempt_timed) ran: a timeout

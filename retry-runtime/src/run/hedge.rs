@@ -484,7 +484,12 @@ macro_rules! retry_hedged {
         let mut start = true;
         loop {
             if ::core::mem::take(&mut start) {
-                let attempt = $call.timed::<$outcome, _, _, _, _>($timeout, $attempt, &$sleep);
+                let attempt = <_ as $crate::run::TimeoutSlot<$crate::run::ErrorOf<$outcome>>>::wrap(
+                    $timeout,
+                    $attempt,
+                    &$sleep,
+                    || $call.time_left(),
+                );
                 due = hedging.as_mut().start(&mut $call, attempt);
                 timer.set(::core::option::Option::None);
             }
