@@ -14,9 +14,9 @@ use syn::{Ident, Path, Type};
 pub(super) struct Protection {
     /// Before the engine is made: with `key`, the key's breaker and budget.
     pub(super) setup: TokenStream,
-    /// The engine equipped with the protection (through `Equip`, as every front end equips its
-    /// calls) and the first attempt admitted, in a block of their own: see [`Protection::start`].
-    equip: TokenStream,
+    /// How the engine is equipped with the protection (through `Equip`, as every front end
+    /// equips its calls), if it has any: see [`Protection::start`].
+    equip: Option<Equipped>,
     /// Before the first attempt: return `E::from(CircuitOpen)` if the breaker refuses it.
     admit: TokenStream,
     /// Before the loop: the attempt timeout, a limit and the conversion of a timeout into the
@@ -26,17 +26,27 @@ pub(super) struct Protection {
     pub(super) timeout: Option<Ident>,
 }
 
+/// What equips the new call: the `Shared` protection (a temporary each time it is needed, never
+/// a local: a borrowed local would be kept in an async retryable future across every await)
+/// and the error type `Equip` is asked for.
+struct Equipped {
+    /// `Equip::<E>`, with the crate's path.
+    trait_path: TokenStream,
+    shared: TokenStream,
+}
+
 impl Protection {
     /// The engine `call`, made by `new_call`, equipped and admitted.
     pub(super) fn start(&self, call: &Ident, new_call: TokenStream) -> TokenStream {
         let Protection { equip, admit, .. } = self;
-        if equip.is_empty() {
-            return quote!(let mut #call = #new_call; #admit);
-        }
-        quote! {
-            let #call = #new_call;
-            #equip
-            #admit
+        match equip {
+            // The new call is equipped in the same expression, so that it is built in place:
+            // bound first, it was copied into the equipped call.
+            Some(Equipped { trait_path, shared }) => quote! {
+                let mut #call = #trait_path::equip(&(#shared), #new_call);
+                #admit
+            },
+            None => quote!(let mut #call = #new_call; #admit),
         }
     }
 
@@ -124,13 +134,14 @@ impl Protection {
         let shared_value = quote!(#krate::run::Shared::new() #shared);
         let error = quote!(#krate::run::ErrorOf<#ret>);
         let equip = if shared.is_empty() {
-            TokenStream::new()
+            None
         } else {
             // A temporary each time it is needed, never a local: a borrowed local would be kept
             // in an async retryable future across every await.
-            quote! {
-                let mut #call = #krate::run::Equip::<#error>::equip(&(#shared_value), #call);
-            }
+            Some(Equipped {
+                trait_path: quote!(#krate::run::Equip::<#error>),
+                shared: shared_value.clone(),
+            })
         };
         if args.get("circuit").is_some() {
             let refused = Ident::new("__rk_refused", Span::mixed_site());
