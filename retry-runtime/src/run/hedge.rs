@@ -418,9 +418,11 @@ impl std::error::Error for HedgeNotIdempotent {}
 ///
 /// Every attempt sees its own number through [`current_attempt`](crate::current_attempt) and
 /// the call's one idempotency key (drawn when the call starts, since several attempts may ask
-/// at once). Each attempt future is boxed: attempts run side by side and are dropped out of
-/// order, which a fixed slot in the caller's future cannot express. A hedged call allocates
-/// one box per attempt it starts; a call that is not hedged allocates nothing.
+/// at once). An attempt that starts while none is running lives in the call's own future, so a
+/// hedged call whose attempts answer before the hedge delay allocates nothing, and no timer
+/// is made for an attempt that answers on its first poll; an attempt started beside a running
+/// one is boxed (attempts run side by side and end out of order, which a fixed slot cannot
+/// express): one box per hedge that fires.
 #[derive(Clone, Debug)]
 #[must_use = "a Retry does nothing until `call_async`"]
 pub struct Hedge<'p, C, H, S, T> {
