@@ -534,6 +534,20 @@ pub async fn macro_async_success_breaker(x: u64) -> Result<u64, BenchError> {
     ready(x).await
 }
 
+/// A hedged call whose attempt answers at once: the hedge never fires (issue 26, item 2).
+#[retryable(
+    attempts = 3,
+    backoff = "fixed",
+    base = "0ms",
+    jitter = "none",
+    idempotent,
+    hedge = "50ms"
+)]
+#[inline(never)]
+pub async fn macro_async_success_hedged(x: u64) -> Result<u64, BenchError> {
+    ready(x).await
+}
+
 #[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]
 #[inline(never)]
 pub async fn macro_async_retry3_breaker(fails: &Cell<u32>) -> Result<u64, BenchError> {
@@ -810,6 +824,8 @@ macro_rules! for_each_case {
             async(|_rt: &tokio::runtime::Runtime| poll_ready(hand_ctx_async(|| ready(black_box(1)))).unwrap_or(0)));
         $each!("async_retry3", "hand+ctx",
             async(|rt: &tokio::runtime::Runtime| { let f = fails(); rt.block_on(hand_ctx_async(|| ready_flaky(&f))).unwrap_or(0) }));
+        $each!("async_success_hedged", "macro",
+            async(|_rt: &tokio::runtime::Runtime| poll_ready(macro_async_success_hedged(black_box(1))).unwrap_or(0)));
         $each!("sync_success", "backon", sync(|| backon_sync(|| succeed(black_box(1))).unwrap_or(0)));
         $each!("sync_success", "retry", sync(|| retry_sync(|| succeed(black_box(1))).unwrap_or(0)));
         $each!("sync_success", "backoff", sync(|| backoff_sync(|| succeed(black_box(1))).unwrap_or(0)));
