@@ -35,7 +35,10 @@ for group in sync_success async_success sync_retry3 async_retry3; do
 done
 # A hedged call whose hedge never fires (issue 26, item 2): the macro form only; and a call
 # through a static breaker and through a `PerKey` entry of a full table (item 1).
-for name in async_success_hedged/macro protection/breaker protection/per_key; do
+# And an HTTP request answered at once: bare, through HttpRetryLayer, through tower's retry with a
+# policy that clones the request (item 4).
+for name in async_success_hedged/macro protection/breaker protection/per_key layer/bare \
+  layer/tower_retry layer/http_retry; do
   [[ -n "${1:-}" && "$name" != *"$1"* ]] && continue
   a=$(count "$name" 1000)
   b=$(count "$name" 11000)

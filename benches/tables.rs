@@ -26,6 +26,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 mod counting;
+mod layer_cases;
 #[cfg(feature = "metrics")]
 mod map_recorder;
 
@@ -102,7 +103,7 @@ fn main() {
             .and_then(|j| args.get(j + 1))
             .map(|n| n.parse().expect("--iters N"))
             .unwrap_or(1);
-        let mut found = protection_case(only, iters);
+        let mut found = protection_case(only, iters) || layer_cases::run(only, iters, &rt);
         macro_rules! only {
             ($group:expr, $name:literal, sync($f:expr)) => {
                 if *only == format!("{}/{}", $group, $name) {

@@ -210,20 +210,18 @@ impl CircuitBreaker {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Result<CircuitPermit<'_>, CircuitOpen> {
-        if !self.tenancy.is_leased() {
-            let cur = self.state.load(Ordering::Acquire);
-            if cur >> 62 == 0 {
-                // Closed: the only check on the hot path.
-                return Ok(CircuitPermit::new(
-                    self,
-                    Word::unpack(cur).generation,
-                    false,
-                    0,
-                ));
-            }
-            return self.acquire_slow(cur, 0);
+        let tenancy = self.tenancy.current();
+        let cur = self.state.load(Ordering::Acquire);
+        if cur >> 62 == 0 {
+            // Closed: the only check on the hot path.
+            return Ok(CircuitPermit::new(
+                self,
+                Word::unpack(cur).generation,
+                false,
+                tenancy,
+            ));
         }
-        self.acquire_as(self.tenancy.current())
+        self.acquire_slow(cur, tenancy)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a call that leased this breaker under `tenancy`

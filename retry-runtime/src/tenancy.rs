@@ -43,27 +43,18 @@ impl Tenancy {
         }
     }
 
-    /// Whether this belongs to a `PerKey` entry.
-    #[inline]
-    pub(crate) fn is_leased(&self) -> bool {
-        self.leased
-    }
-
-    /// The current tenancy, for a lease taken now.
+    /// The current tenancy, for a lease taken now (always 0 for a breaker or budget of its
+    /// own, whose count never moves: no branch on the hot path).
     #[inline]
     pub(crate) fn current(&self) -> u32 {
-        if self.leased {
-            self.count.load(Ordering::Acquire)
-        } else {
-            0
-        }
+        self.count.load(Ordering::Acquire)
     }
 
     /// Whether a lease taken under `tenancy` is still current (a read, not a promise: a write
     /// must go through [`write`](Self::write)).
     #[inline]
     pub(crate) fn holds(&self, tenancy: u32) -> bool {
-        !self.leased || self.count.load(Ordering::Acquire) == tenancy
+        self.count.load(Ordering::Acquire) == tenancy
     }
 
     /// Run `f`, a write to the counters, if a lease taken under `tenancy` is still current; a
