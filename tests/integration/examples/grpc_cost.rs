@@ -1,0 +1,120 @@
+//! What `GrpcRetryLayer` costs a unary call that succeeds: the same `Check` on the same
+//! loopback health server, through the bare channel and through the layer (built from a policy,
+//! and from a service config with a `timeout` and `retryThrottling`), in alternating rounds.
+//!
+//! ```text
+//! cargo run --release -p retry-kit-integration --example grpc_cost -- 20000
+//! ```
+//!
+//! Client and server share one thread, so each figure is the whole round trip's CPU time
+//! (client, server, loopback): the difference is the layer's. A wall-clock mean: run it on a
+//! quiet machine, and read the spread between rounds before the difference.
+
+use retry_kit::RetryPolicy;
+use retry_kit::tonic::GrpcRetryLayer;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Endpoint, Server};
+use tonic_health::ServingStatus;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
+use tower::ServiceBuilder;
+
+const CONFIG: &str = r#"{
+  "methodConfig": [{
+    "name": [{"service": "grpc.health.v1.Health"}],
+    "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                    "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]},
+    "timeout": "5s"
+  }],
+  "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+}"#;
+
+const ROUNDS: u32 = 10;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let calls: u32 = std::env::args().nth(1).map_or(Ok(20_000), |n| n.parse())?;
+    let (reporter, health) = tonic_health::server::health_reporter();
+    reporter
+        .set_service_status("bench", ServingStatus::Serving)
+        .await;
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(Server::builder().serve_with_incoming(health, TcpIncoming::from(listener)));
+    let channel = Endpoint::from_shared(format!("http://{addr}"))?
+        .connect()
+        .await?;
+
+    let mut bare = HealthClient::new(channel.clone());
+    let policy = GrpcRetryLayer::new(RetryPolicy::new());
+    let mut by_policy =
+        HealthClient::new(ServiceBuilder::new().layer(policy).service(channel.clone()));
+    let config = GrpcRetryLayer::from_service_config(CONFIG)?;
+    let mut by_config = HealthClient::new(ServiceBuilder::new().layer(config).service(channel));
+
+    macro_rules! run {
+        ($client:expr, $n:expr) => {{
+            let start = Instant::now();
+            for _ in 0..$n {
+                let request = HealthCheckRequest {
+                    service: "bench".to_owned(),
+                };
+                $client.check(request).await?;
+            }
+            start.elapsed()
+        }};
+    }
+
+    // Warm up the connection, the allocator and the branch predictors.
+    let _ = run!(bare, 1000);
+    let _ = run!(by_policy, 1000);
+    let _ = run!(by_config, 1000);
+
+    let per_round = calls / ROUNDS;
+    let mut totals = [Duration::ZERO; 3];
+    let mut rounds: [Vec<f64>; 3] = Default::default();
+    for round in 0..ROUNDS {
+        // Rotate the order so that no variant always runs first.
+        for i in 0..3 {
+            let which = (i + round as usize) % 3;
+            let took = match which {
+                0 => run!(bare, per_round),
+                1 => run!(by_policy, per_round),
+                _ => run!(by_config, per_round),
+            };
+            totals[which] += took;
+            rounds[which].push(took.as_secs_f64() * 1e6 / f64::from(per_round));
+        }
+    }
+    let n = f64::from(per_round * ROUNDS);
+    let mean = |d: Duration| d.as_secs_f64() * 1e6 / n;
+    let spread = |r: &[f64]| {
+        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = r.iter().copied().fold(0.0, f64::max);
+        format!("rounds {lo:.1}..{hi:.1}")
+    };
+    println!(
+        "{} unary Check calls each, {ROUNDS} rounds, one thread:",
+        per_round * ROUNDS
+    );
+    println!(
+        "  bare channel                  {:7.1} us/call  ({})",
+        mean(totals[0]),
+        spread(&rounds[0])
+    );
+    for (i, name) in [
+        (1, "GrpcRetryLayer::new(policy)   "),
+        (2, "GrpcRetryLayer (service config)"),
+    ] {
+        println!(
+            "  {name} {:7.1} us/call  ({})  +{:.1} us (+{:.1} %)",
+            mean(totals[i]),
+            spread(&rounds[i]),
+            mean(totals[i]) - mean(totals[0]),
+            (mean(totals[i]) / mean(totals[0]) - 1.0) * 100.0
+        );
+    }
+    Ok(())
+}
