@@ -11,16 +11,18 @@
 
 mod grpc_server;
 
-use grpc_server::{Act, SERVICE, channel, serve};
+use grpc_server::{Act, SERVICE, channel, read_then_close, serve};
 use retry_kit::RetryBudget;
 use retry_kit::run::Hook;
 use retry_kit::tonic::{GrpcFailure, GrpcRetryLayer, GrpcRetryService};
 use retry_kit::{ErrorClass, Failure, Next, RetryPolicy, StopReason};
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::transport::Channel;
+use tonic::transport::Endpoint;
 use tonic::{Code, Request};
 use tonic_health::pb::health_check_response::ServingStatus as WireStatus;
 use tonic_health::pb::health_client::HealthClient;
@@ -518,6 +520,82 @@ async fn a_wait_that_would_end_past_the_deadline_is_not_started() {
                 Next::Stop(StopReason::DeadlineExceeded)
             )]
         );
+    })
+    .await
+}
+
+// Transport failures: whether the request can have reached the handler decides.
+
+/// A health client through `layer` to `addr`, connecting on its first call.
+fn lazy(addr: SocketAddr, layer: GrpcRetryLayer) -> (Client, Failures) {
+    let failures: Failures = Arc::default();
+    let layer = layer.on_failure(Record(failures.clone()));
+    let channel = Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect_lazy();
+    let service = ServiceBuilder::new().layer(layer).service(channel);
+    (HealthClient::new(service), failures)
+}
+
+#[tokio::test]
+async fn a_refused_connection_sent_nothing_and_is_retried_whatever_the_codes() {
+    bounded(async {
+        // A port nothing listens on.
+        let addr = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let (mut client, failures) = lazy(addr, config(&retry_policy(3, r#"["ABORTED"]"#)));
+
+        let status = check(&mut client).await.unwrap_err();
+
+        assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+        let failures = failures.lock().unwrap();
+        let classes: Vec<_> = failures.iter().map(|f| (f.0, f.1)).collect();
+        assert_eq!(
+            classes,
+            [
+                (1, ErrorClass::Transient),
+                (2, ErrorClass::Transient),
+                (3, ErrorClass::Transient)
+            ]
+        );
+        assert_eq!(failures[2].2, Next::Stop(StopReason::AttemptsExhausted));
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_connection_lost_after_the_request_was_read_is_not_retried() {
+    bounded(async {
+        let (addr, read) = read_then_close().await;
+        let (mut client, failures) = lazy(addr, config(&retry_policy(4, r#"["UNAVAILABLE"]"#)));
+
+        let status = check(&mut client).await.unwrap_err();
+
+        assert_eq!(read.load(Ordering::SeqCst), 1, "{status:?}");
+        assert_eq!(
+            *failures.lock().unwrap(),
+            [(
+                1,
+                ErrorClass::IdempotentOnly,
+                Next::Stop(StopReason::NotIdempotent)
+            )]
+        );
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_hedged_method_is_declared_safe_to_repeat_after_a_lost_connection() {
+    bounded(async {
+        let (addr, read) = read_then_close().await;
+        let (mut client, _) = lazy(addr, hedging(3, "60s", "[14]"));
+
+        check(&mut client).await.unwrap_err();
+
+        assert_eq!(read.load(Ordering::SeqCst), 3);
     })
     .await
 }

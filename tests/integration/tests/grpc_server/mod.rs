@@ -312,3 +312,56 @@ impl HttpBody for EndAfterFirst {
         Poll::Ready(frame)
     }
 }
+
+/// A server on 127.0.0.1 that speaks just enough HTTP/2 to read requests, and goes away
+/// after reading one: it reads each connection's frames until a request's `DATA` ends its
+/// stream, counts the request, and closes the connection without answering. What a server
+/// that crashes (or loses its connection) after its handler read the request looks like.
+pub async fn read_then_close() -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let read = Arc::new(AtomicUsize::new(0));
+    let count = read.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let count = count.clone();
+            tokio::spawn(async move {
+                // The server's SETTINGS, and an acknowledgement of the client's.
+                let settings = [0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0];
+                if socket.write_all(&settings).await.is_err() {
+                    return;
+                }
+                let mut buffer = Vec::new();
+                let mut at = 24; // after the client's connection preface
+                let mut chunk = [0u8; 4096];
+                loop {
+                    match socket.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+                    }
+                    while buffer.len() >= at + 9 {
+                        let header = &buffer[at..at + 9];
+                        let length = usize::from(header[0]) << 16
+                            | usize::from(header[1]) << 8
+                            | usize::from(header[2]);
+                        let (kind, flags) = (header[3], header[4]);
+                        if buffer.len() < at + 9 + length {
+                            break;
+                        }
+                        at += 9 + length;
+                        // DATA with END_STREAM: the whole request has been read.
+                        if kind == 0 && flags & 1 == 1 {
+                            count.fetch_add(1, Ordering::SeqCst);
+                            return; // drops the socket: the connection closes
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, read)
+}
