@@ -69,18 +69,54 @@ pub(crate) enum Kind {
 }
 
 impl GrpcFailure {
-    /// The status the application sees for this attempt.
+    /// The status the application sees for this attempt: the server's (its code, message and
+    /// metadata, `grpc-retry-pushback-ms` included), or what tonic makes of a transport
+    /// error.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::Failure;
+    /// use retry_kit::tonic::GrpcFailure;
+    ///
+    /// fn pushed_back(failure: &Failure<'_, GrpcFailure>) -> bool {
+    ///     failure.error.status().metadata().contains_key("grpc-retry-pushback-ms")
+    /// }
+    /// # let _ = pushed_back;
+    /// ```
     pub fn status(&self) -> &Status {
         &self.status
     }
 
     /// The status code ([`status`](Self::status)`.code()`).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::Failure;
+    /// use retry_kit::tonic::GrpcFailure;
+    /// use tonic::Code;
+    ///
+    /// fn overloaded(failure: &Failure<'_, GrpcFailure>) -> bool {
+    ///     failure.error.code() == Code::ResourceExhausted
+    /// }
+    /// # let _ = overloaded;
+    /// ```
     pub fn code(&self) -> Code {
         self.status.code()
     }
 
     /// Whether the server answered with this status (a Trailers-Only response), rather than
-    /// the attempt failing on the way.
+    /// the attempt failing on the way (a connection, the deadline).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::Failure;
+    /// use retry_kit::tonic::GrpcFailure;
+    ///
+    /// fn describe(failure: &Failure<'_, GrpcFailure>) -> &'static str {
+    ///     if failure.error.is_answer() { "the server refused" } else { "the call failed on the way" }
+    /// }
+    /// # let _ = describe;
+    /// ```
     pub fn is_answer(&self) -> bool {
         self.kind == Kind::Answered
     }

@@ -11,7 +11,12 @@ use std::sync::Arc;
 use tower_layer::Layer;
 
 /// How many bytes of a call's request messages are kept for replay unless
-/// [`buffer_limit`](GrpcRetryLayer::buffer_limit) says otherwise.
+/// [`buffer_limit`](GrpcRetryLayer::buffer_limit) says otherwise: 256 KiB.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// assert_eq!(retry_kit::tonic::DEFAULT_BUFFER_LIMIT, 256 * 1024);
+/// ```
 pub const DEFAULT_BUFFER_LIMIT: usize = 256 * 1024;
 
 /// What the layer's `Retry` starts from before a call gives it the method's policy.
@@ -133,6 +138,19 @@ impl GrpcRetryLayer {
 impl<H> GrpcRetryLayer<H> {
     /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record, whose
     /// error is a [`GrpcFailure`](super::GrpcFailure).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::{GrpcFailure, GrpcRetryLayer};
+    /// use retry_kit::{Failure, RetryPolicy};
+    ///
+    /// fn log(failure: &Failure<'_, GrpcFailure>) {
+    ///     eprintln!("attempt {}: {} ({:?})", failure.attempt, failure.error, failure.next);
+    /// }
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).on_failure(log);
+    /// # let _ = layer;
+    /// ```
     pub fn on_failure<H2>(self, hook: H2) -> GrpcRetryLayer<H2> {
         GrpcRetryLayer {
             rules: self.rules,
@@ -152,6 +170,19 @@ impl<H> GrpcRetryLayer<H> {
     /// authority below this layer): give the client its origin
     /// (`HealthClient::with_origin(service, "http://host:50051".parse()?)`) for a `PerKey`
     /// to tell servers apart; without one every request has the key `""`.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use retry_kit::{CircuitBreaker, PerKey, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// static PER_SERVER: PerKey<CircuitBreaker> =
+    ///     PerKey::new(CircuitBreaker::new(5, Duration::from_secs(10)));
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).circuit(&PER_SERVER);
+    /// # let _ = layer;
+    /// ```
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
         self.circuit = Some(breaker.chosen());
         self
@@ -160,6 +191,18 @@ impl<H> GrpcRetryLayer<H> {
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static
     /// PerKey<RetryBudget>` keyed by authority, as for [`circuit`](Self::circuit)) and ask it
     /// before every retry and hedge, in place of the service config's `retryThrottling`.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use retry_kit::{RetryBudget, RetryPolicy};
+    ///
+    /// // One budget for every client of the process, named for its metrics.
+    /// static RETRIES: RetryBudget = RetryBudget::new(100, 0.1).name("grpc");
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).budget(&RETRIES);
+    /// assert!(layer.retry_throttling().is_none());
+    /// ```
     pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
         self.budget = Some(budget.chosen());
         self.throttling = None;
@@ -169,12 +212,31 @@ impl<H> GrpcRetryLayer<H> {
     /// Keep at most `bytes` of each call's request messages for replay (default
     /// [`DEFAULT_BUFFER_LIMIT`]): a call whose messages outgrow it is committed to the attempt
     /// that sent them, and never repeated.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::RetryPolicy;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// // Uploads stream large messages: keep up to 4 MiB of each call for a retry.
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).buffer_limit(4 << 20);
+    /// # let _ = layer;
+    /// ```
     pub const fn buffer_limit(mut self, bytes: usize) -> Self {
         self.buffer_limit = bytes;
         self
     }
 
     /// The name `tracing` events and measurements give (default `"closure"`).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::RetryPolicy;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).named("inventory_grpc");
+    /// # let _ = layer;
+    /// ```
     pub fn named(mut self, name: &'static str) -> Self {
         self.retry = self.retry.named(name);
         self

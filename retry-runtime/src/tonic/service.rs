@@ -33,6 +33,53 @@ const TIMEOUT: HeaderName = HeaderName::from_static(wire::TIMEOUT_KEY);
 /// The service a [`GrpcRetryLayer`] makes: `Clone` when the inner service is, its futures
 /// `Send`. Its error is the inner service's, boxed, or the [`Status`] the call ended with
 /// when no answer came (tonic reports either as that status).
+///
+/// Over a stand-in for a channel, here a server that refuses its first two requests with a
+/// Trailers-Only `UNAVAILABLE` and records each request's `grpc-previous-rpc-attempts`:
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::RetryPolicy;
+/// use retry_kit::tonic::GrpcRetryLayer;
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use tonic::body::Body;
+/// use tower_layer::Layer;
+/// use tower_service::Service;
+///
+/// #[derive(Clone, Default)]
+/// struct Refusing(Arc<Mutex<Vec<Option<String>>>>);
+///
+/// impl Service<http::Request<Body>> for Refusing {
+///     type Response = http::Response<Body>;
+///     type Error = std::convert::Infallible;
+///     type Future = std::future::Ready<Result<http::Response<Body>, Self::Error>>;
+///     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+///         std::task::Poll::Ready(Ok(()))
+///     }
+///     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+///         let previous = request.headers().get("grpc-previous-rpc-attempts");
+///         let mut seen = self.0.lock().unwrap();
+///         seen.push(previous.map(|v| v.to_str().unwrap().to_owned()));
+///         // 14 is UNAVAILABLE, 0 is OK: a status and nothing else.
+///         let code = if seen.len() < 3 { "14" } else { "0" };
+///         let response = http::Response::builder().header("grpc-status", code);
+///         std::future::ready(Ok(response.body(Body::empty()).unwrap()))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let server = Refusing::default();
+/// let layer = GrpcRetryLayer::new(RetryPolicy::fixed(Duration::from_millis(10)).attempts(3));
+/// let mut client = layer.layer(server.clone());
+/// let request = http::Request::builder().uri("/grpc.health.v1.Health/Check");
+/// let response = client.call(request.body(Body::empty()).unwrap()).await.unwrap();
+///
+/// assert_eq!(response.headers()["grpc-status"], "0");
+/// assert_eq!(*server.0.lock().unwrap(), [None, Some("1".into()), Some("2".into())]);
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct GrpcRetryService<Svc, H = NoHook> {
     pub(crate) inner: Svc,

@@ -39,11 +39,32 @@ pub struct ServiceConfigError {
 impl ServiceConfigError {
     /// The field at fault, as a path from the config's root (`retryThrottling.maxTokens`,
     /// `methodConfig[2].name[0].method`); empty when the text is not JSON at all.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// let error = GrpcRetryLayer::from_service_config("{").unwrap_err();
+    /// assert_eq!(error.field(), "");
+    /// let error = GrpcRetryLayer::from_service_config(r#"{"methodConfig": [{"timeout": "5"}]}"#)
+    ///     .unwrap_err();
+    /// assert_eq!(error.field(), "methodConfig[0].timeout");
+    /// ```
     pub fn field(&self) -> &str {
         &self.field
     }
 
     /// What is wrong with it.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// let config = r#"{"retryThrottling": {"maxTokens": 10}}"#;
+    /// let error = GrpcRetryLayer::from_service_config(config).unwrap_err();
+    /// assert_eq!(error.field(), "retryThrottling.tokenRatio");
+    /// assert_eq!(error.rule(), "is required (gRFC A6)");
+    /// ```
     pub fn rule(&self) -> &str {
         &self.rule
     }

@@ -10,7 +10,17 @@ use std::time::Duration;
 
 /// The request header that tells the server how many attempts of this call came before
 /// (gRFC A6): absent on the first attempt, `1` on the second, and so on, on retries and
-/// hedges alike.
+/// hedges alike. A server can read it to tell a retry from a first call.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::tonic::PREVIOUS_ATTEMPTS_KEY;
+///
+/// fn is_retry<T>(request: &tonic::Request<T>) -> bool {
+///     request.metadata().contains_key(PREVIOUS_ATTEMPTS_KEY)
+/// }
+/// assert!(!is_retry(&tonic::Request::new(())));
+/// ```
 pub const PREVIOUS_ATTEMPTS_KEY: &str = "grpc-previous-rpc-attempts";
 
 /// The request header carrying the time the call has left (gRPC over HTTP/2).
