@@ -12,9 +12,9 @@
 mod grpc_server;
 
 use grpc_server::{Act, SERVICE, channel, read_then_close, serve};
-use retry_kit::RetryBudget;
 use retry_kit::run::Hook;
 use retry_kit::tonic::{GrpcFailure, GrpcRetryLayer, GrpcRetryService};
+use retry_kit::{CircuitBreaker, CircuitState, PerKey, RetryBudget};
 use retry_kit::{ErrorClass, Failure, Next, RetryPolicy, StopReason};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -596,6 +596,41 @@ async fn a_hedged_method_is_declared_safe_to_repeat_after_a_lost_connection() {
         check(&mut client).await.unwrap_err();
 
         assert_eq!(read.load(Ordering::SeqCst), 3);
+    })
+    .await
+}
+
+// Protection.
+
+#[tokio::test]
+async fn a_per_key_breaker_is_keyed_by_the_clients_origin() {
+    static PER_SERVER: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(2, Duration::from_secs(60)));
+    bounded(async {
+        let (addr, log) = serve(|_, _| Act::Status(Code::Unavailable, None)).await;
+        let layer = config(&retry_policy(4, "[14]")).circuit(&PER_SERVER);
+        let service = ServiceBuilder::new()
+            .layer(layer)
+            .service(channel(addr).await);
+        let origin: http::Uri = format!("http://{addr}").parse().unwrap();
+        let mut client = HealthClient::with_origin(service, origin);
+
+        let status = client.check(check_request()).await.unwrap_err();
+
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(
+            log.requests(),
+            2,
+            "two failures opened this server's breaker"
+        );
+        assert_eq!(
+            PER_SERVER.get(&addr.to_string()).state(),
+            CircuitState::Open
+        );
+        // While it is open, a call sends nothing.
+        let refused = client.check(check_request()).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable);
+        assert_eq!(log.requests(), 2);
     })
     .await
 }
