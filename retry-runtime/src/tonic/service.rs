@@ -6,7 +6,7 @@
 
 use super::failure::{GrpcClassifier, GrpcFailure, Kind};
 use super::layer::GrpcRetryLayer;
-use super::rules::{Plan, Rule};
+use super::rules::{Codes, Plan, Rule};
 use super::wire::{self, Answer};
 use crate::clock;
 use crate::error::TimedOut;
@@ -120,7 +120,13 @@ where
         let (circuit, budget) = held(layer.circuit, layer.budget, || authority_of(&parts.uri));
         let budget = budget.or_else(|| layer.throttling.clone().map(Held::Keyed));
         let (policy, rule, hedge) = match method.plan {
-            Plan::Once => (RetryPolicy::new().attempts(1), Rule::Table, None),
+            // No code is retryable for a method without a policy: A6 charges the throttling
+            // tokens for none of its failures (and refunds its successes).
+            Plan::Once => (
+                RetryPolicy::new().attempts(1),
+                Rule::Listed(Codes::default()),
+                None,
+            ),
             Plan::Retry { policy, rule } => (policy, rule, None),
             Plan::Hedge {
                 policy,

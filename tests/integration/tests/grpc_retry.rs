@@ -771,6 +771,25 @@ async fn hedges_are_charged_and_throttled() {
 }
 
 #[tokio::test]
+async fn a_method_without_a_policy_costs_no_token() {
+    bounded(async {
+        let (addr, log) = serve(|_, _| Act::Status(Code::Unavailable, None)).await;
+        let layer = GrpcRetryLayer::from_service_config(
+            r#"{"methodConfig": [{"name": [{"service": "other.Svc"}], "timeout": "1s"}],
+                "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}"#,
+        )
+        .unwrap();
+        let (mut client, _) = connect(addr, layer.clone()).await;
+
+        check(&mut client).await.unwrap_err();
+
+        assert_eq!(log.requests(), 1);
+        assert_eq!(layer.retry_throttling().unwrap().tokens(), 10.0);
+    })
+    .await
+}
+
+#[tokio::test]
 async fn no_hedge_starts_at_or_below_half_the_tokens() {
     static BUDGET: RetryBudget = RetryBudget::new(4, 0.1);
     bounded(async {
