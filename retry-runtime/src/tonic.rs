@@ -91,9 +91,9 @@
 //!   token, every success refunds `tokenRatio`, and a retry or hedge starts only while the
 //!   tokens exceed half of `maxTokens`.
 //!
-//! Where this layer differs from gRPC's own clients, and why: the backoff is jittered in full
-//! (`random(0, d)`, as grpc-go draws it) rather than A6's `d * random(0.8, 1.2)`, with the crate's
-//! jitter; a `backoffMultiplier` below 1 is taken as 1 (delays never shrink); after a pushback
+//! Where this layer differs from gRPC's own clients, and why: the backoff is jittered in full,
+//! `random(0, d)` (A6's first rule, kept by grpc-go for years), rather than A6's current
+//! `d * random(0.8, 1.2)`, which the crate's [`Jitter`](crate::Jitter) has no form for; a `backoffMultiplier` below 1 is taken as 1 (delays never shrink); after a pushback
 //! the backoff goes on from the attempt count instead of starting again at `initialBackoff`; a
 //! transparent retry counts as one of `maxAttempts` (gRPC's are unbounded until the deadline);
 //! and a connection that fails after the request was written is not retried under a

@@ -191,8 +191,8 @@ fn retry_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
             "must not list OK: a successful call is never retried",
         ));
     }
-    // gRPC's backoff, min(initialBackoff * multiplier^(n-1), maxBackoff), with the crate's
-    // full jitter (as grpc-go draws it).
+    // gRPC's backoff, min(initialBackoff * multiplier^(n-1), maxBackoff), jittered in full:
+    // A6's first rule (its current one, d * random(0.8, 1.2), has no `Jitter` form).
     let policy = RetryPolicy::exponential(initial)
         .multiplier(multiplier)
         .max_delay(max)
