@@ -91,14 +91,20 @@
 //!   token, every success refunds `tokenRatio`, and a retry or hedge starts only while the
 //!   tokens exceed half of `maxTokens`.
 //!
-//! Where this layer differs from gRPC's own clients, and why: the backoff is jittered in full,
-//! `random(0, d)` (A6's first rule, kept by grpc-go for years), rather than A6's current
-//! `d * random(0.8, 1.2)`, which the crate's [`Jitter`](crate::Jitter) has no form for; a `backoffMultiplier` below 1 is taken as 1 (delays never shrink); after a pushback
-//! the backoff goes on from the attempt count instead of starting again at `initialBackoff`; a
-//! transparent retry counts as one of `maxAttempts` (gRPC's are unbounded until the deadline);
-//! and a connection that fails after the request was written is not retried under a
-//! `retryPolicy` (grpc-go reports it as `UNAVAILABLE` and retries it): the handler may have run,
-//! and the crate never repeats a side effect the method's owner has not declared safe.
+//! Where this layer differs from gRPC's own clients, and why:
+//!
+//! - the backoff is jittered in full, `random(0, d)` (A6's first rule), rather than A6's
+//!   current `d * random(0.8, 1.2)`, which the crate's [`Jitter`](crate::Jitter) has no form
+//!   for; a `backoffMultiplier` below 1 is taken as 1 (delays never shrink);
+//! - after a pushback the backoff goes on from the attempt count instead of starting again at
+//!   `initialBackoff` (the engine keeps no per-call state for it);
+//! - a transparent retry counts as one of `maxAttempts` (gRPC's are unbounded until the
+//!   deadline), and costs a throttling token;
+//! - a hedged call whose messages outgrow the buffer starts no further attempt but lets the
+//!   running ones finish (A6 cancels all but the one that sent the most);
+//! - a connection that fails after the request was written is not retried under a
+//!   `retryPolicy` (grpc-go reports it as `UNAVAILABLE` and retries it): the handler may have
+//!   run, and the crate never repeats a side effect the method's owner has not declared safe.
 //!
 //! The layer needs tokio (it sleeps and times attempts with it). The feature `tonic` turns on
 //! `tower` and `http`, whose crates tonic depends on already, and `serde_json` to read the
