@@ -3,7 +3,7 @@
 //! say: a status in a Trailers-Only response (the call is not committed), or the start of the
 //! answer (committed).
 
-use ::http::{HeaderMap, HeaderValue, Response, StatusCode};
+use ::http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
 use ::tonic::metadata::MetadataMap;
 use ::tonic::{Code, Status};
 use std::time::Duration;
@@ -27,6 +27,8 @@ pub const PREVIOUS_ATTEMPTS_KEY: &str = "grpc-previous-rpc-attempts";
 pub(crate) const TIMEOUT_KEY: &str = "grpc-timeout";
 
 const STATUS_KEY: &str = "grpc-status";
+/// The same, parsed once: a lookup by `&str` parses the name on every response.
+const STATUS: HeaderName = HeaderName::from_static(STATUS_KEY);
 const MESSAGE_KEY: &str = "grpc-message";
 const DETAILS_KEY: &str = "grpc-status-details-bin";
 
@@ -93,7 +95,7 @@ pub(crate) enum Answer {
 /// response; an HTTP status other than 200 without one is mapped to a code as gRPC maps it
 /// (`http-grpc-status-mapping.md`, the same table tonic applies).
 pub(crate) fn answer_of<B>(response: &Response<B>) -> Answer {
-    if let Some(status) = response.headers().get(STATUS_KEY) {
+    if let Some(status) = response.headers().get(STATUS) {
         return Answer::Status(Code::from_bytes(status.as_bytes()));
     }
     match response.status() {

@@ -10,6 +10,29 @@
 //! (client, server, loopback): the difference is the layer's. Wall-clock: run it on a quiet
 //! machine, and read the spread between rounds before the difference (the best round of each
 //! is the figure least disturbed by other work).
+//!
+//! On a busy machine, count instructions instead, as `benches/instructions.sh` does: with
+//! `--only bare|policy|config --iters N` the example makes N calls of one variant and prints
+//! nothing, so that the difference between two callgrind runs (1 000 and 11 000 calls) over
+//! 10 000 is one call's instructions, start-up excluded (client and server user space both):
+//!
+//! ```text
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     target/release/examples/grpc_cost --only policy --iters 11000
+//! ```
+//!
+//! Measured so when the layer landed (issue 28), on a shared 2-core machine:
+//!
+//! | variant | instructions per call | over the bare channel |
+//! | --- | ---: | ---: |
+//! | bare channel | 121 279 | |
+//! | `GrpcRetryLayer::new(policy)` | 128 479 | +7 200 (+5.9 %) |
+//! | `GrpcRetryLayer::from_service_config` (a `timeout`, `retryThrottling`) | 134 965 | +13 686 (+11.3 %) |
+//!
+//! Most of the layer's share is allocation (its boxed future, the replay buffer and tonic's
+//! boxing of the replayed body, the request's headers copied for a retry); the service
+//! config's further share is its deadline: the clock, a timer per attempt, and the
+//! `grpc-timeout` written with the time left.
 
 use retry_kit::RetryPolicy;
 use retry_kit::tonic::GrpcRetryLayer;
@@ -36,7 +59,14 @@ const ROUNDS: u32 = 10;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let calls: u32 = std::env::args().nth(1).map_or(Ok(20_000), |n| n.parse())?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (only, calls) = match args.as_slice() {
+        [flag, variant, iters, n] if flag == "--only" && iters == "--iters" => {
+            (Some(variant.clone()), n.parse()?)
+        }
+        [n] => (None, n.parse()?),
+        _ => (None, 20_000),
+    };
     let (reporter, health) = tonic_health::server::health_reporter();
     reporter
         .set_service_status("bench", ServingStatus::Serving)
@@ -66,6 +96,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             start.elapsed()
         }};
+    }
+
+    if let Some(variant) = only {
+        match variant.as_str() {
+            "bare" => run!(bare, calls),
+            "policy" => run!(by_policy, calls),
+            "config" => run!(by_config, calls),
+            other => return Err(format!("no variant {other}: bare, policy or config").into()),
+        };
+        return Ok(());
     }
 
     // Warm up the connection, the allocator and the branch predictors.
