@@ -5,14 +5,18 @@
 #
 #   bash benches/instructions.sh                 # every case
 #   bash benches/instructions.sh sync_success    # the cases whose name contains this
+#   FEATURES=metrics bash benches/instructions.sh       # with the `metrics` feature (no recorder)
+#   FEATURES=metrics RECORDER=1 bash benches/instructions.sh   # ... and a Prometheus recorder
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-cargo bench -p retry-kit-benches --bench tables --no-run 2>/dev/null
-bin=$(cargo bench -p retry-kit-benches --bench tables --no-run --message-format=json 2>/dev/null |
+features=(${FEATURES:+--features "$FEATURES"})
+recorder=(${RECORDER:+--recorder})
+cargo bench -p retry-kit-benches --bench tables --no-run "${features[@]}" 2>/dev/null
+bin=$(cargo bench -p retry-kit-benches --bench tables --no-run "${features[@]}" --message-format=json 2>/dev/null |
   grep -o '"executable":"[^"]*tables[^"]*"' | tail -1 | cut -d'"' -f4)
 count() { # case iters -> instructions
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" --only "$1" --iters "$2" 2>&1 |
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "${recorder[@]}" --only "$1" --iters "$2" 2>&1 |
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 printf '| case | instructions per call |\n| --- | ---: |\n'
@@ -29,8 +33,9 @@ for group in sync_success async_success sync_retry3 async_retry3; do
     done
   done
 done
-# A hedged call whose hedge never fires (issue 26, item 2): the macro form only.
-for name in async_success_hedged/macro; do
+# A hedged call whose hedge never fires (issue 26, item 2): the macro form only; and a call
+# through a static breaker and through a `PerKey` entry of a full table (item 1).
+for name in async_success_hedged/macro protection/breaker protection/per_key; do
   [[ -n "${1:-}" && "$name" != *"$1"* ]] && continue
   a=$(count "$name" 1000)
   b=$(count "$name" 11000)

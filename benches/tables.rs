@@ -8,7 +8,10 @@
 //!
 //! `--only GROUP/CONTENDER --iters N` instead runs that one case N times and prints nothing, for
 //! counting instructions under callgrind (`benches/instructions.sh`); `--sizes` prints only the
-//! future sizes.
+//! future sizes. With the `metrics` feature, `--recorder` first installs a recorder as the
+//! global one (otherwise measurements go to the facade's no-op recorder): a map of counters
+//! behind a read-write lock, as exporters keep them (Prometheus's starts a clock whose
+//! calibration spins for a varying time, which callgrind would count in with the case).
 
 #[macro_use]
 mod cases;
@@ -23,6 +26,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 mod counting;
+#[cfg(feature = "metrics")]
+mod map_recorder;
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
@@ -39,11 +44,53 @@ const CONTENDERS: [&str; 8] = [
     "backoff",
 ];
 
+/// The shared-protection cases `benches/instructions.sh` counts (issue 26, item 1): a call
+/// through a `static` breaker, and through a `PerKey` entry found in a full table of 64 keys.
+fn protection_case(only: &str, iters: u64) -> bool {
+    use retry_kit::{CircuitBreaker, PerKey};
+    use std::time::Duration;
+    static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
+    static HOSTS: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(5, Duration::from_secs(30)));
+    let call = |breaker: &CircuitBreaker| {
+        if let Ok(permit) = breaker.try_acquire() {
+            permit.succeeded();
+        }
+    };
+    match only {
+        "protection/breaker" => {
+            for _ in 0..iters {
+                call(black_box(&BREAKER));
+            }
+        }
+        "protection/per_key" => {
+            for i in 0..64 {
+                let _ = HOSTS.get(&format!("api-{i}.example"));
+            }
+            for _ in 0..iters {
+                let entry = black_box(&HOSTS).get(black_box("api-17.example"));
+                if let Ok(permit) = entry.try_acquire() {
+                    permit.succeeded();
+                }
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
 /// Calls per case when counting allocations.
 const CALLS: u64 = 1000;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--recorder") {
+        #[cfg(feature = "metrics")]
+        metrics::set_global_recorder(map_recorder::MapRecorder::default())
+            .expect("the only global recorder");
+        #[cfg(not(feature = "metrics"))]
+        panic!("--recorder needs `--features metrics`");
+    }
     let rt = paused_runtime();
     let _in_runtime = rt.enter();
 
@@ -55,7 +102,7 @@ fn main() {
             .and_then(|j| args.get(j + 1))
             .map(|n| n.parse().expect("--iters N"))
             .unwrap_or(1);
-        let mut found = false;
+        let mut found = protection_case(only, iters);
         macro_rules! only {
             ($group:expr, $name:literal, sync($f:expr)) => {
                 if *only == format!("{}/{}", $group, $name) {

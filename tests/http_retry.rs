@@ -767,6 +767,6 @@ async fn the_layer_keys_per_host_entries_by_host_and_port_as_documented() {
     // `host:port`, the scheme's default port filled in: what a user looks the entry up by.
     let entry = BY_AUTHORITY.get("api.example:443");
     assert_eq!(entry.state(), retry_kit::CircuitState::Open);
-    assert_eq!(entry.key(), Some("api.example:443"));
+    assert_eq!(entry.key().as_deref(), Some("api.example:443"));
     assert_eq!(BY_AUTHORITY.len(), 1);
 }

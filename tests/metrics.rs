@@ -298,7 +298,10 @@ fn each_per_key_breaker_is_its_own_series_labelled_with_its_key() {
         .collect();
     assert_eq!(gauges.len(), 1, "{gauges:?}");
     assert_eq!(gauges[0].1, labels(&["breaker=hosts", "key=down.example"]));
-    assert_eq!(HOSTS.get("down.example").key(), Some("down.example"));
+    assert_eq!(
+        HOSTS.get("down.example").key().as_deref(),
+        Some("down.example")
+    );
 }
 
 #[retryable(attempts = 2, base = "0ms")]

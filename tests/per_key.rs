@@ -6,7 +6,6 @@ use retry_kit::{
     CircuitBreaker, CircuitOpen, CircuitState, Classify, PerKey, Retry, RetryBudget, RetryPolicy,
     retryable,
 };
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, PartialEq, Classify)]
@@ -118,7 +117,7 @@ fn eight_threads_over_sixteen_keys_never_hold_more_than_the_bound() {
         for t in 0..8u32 {
             s.spawn(move || {
                 for i in 0..2_000u32 {
-                    let breaker: Arc<CircuitBreaker> = CONTENDED.get(&((t * 7 + i) % 16));
+                    let breaker = CONTENDED.get(&((t * 7 + i) % 16));
                     breaker.try_acquire().unwrap().succeeded();
                 }
             });

@@ -23,8 +23,9 @@
 use crate::clock;
 use crate::error::CircuitOpen;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use crate::tenancy::Tenancy;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 mod permit;
@@ -150,8 +151,11 @@ pub struct CircuitBreaker {
     /// The name its `tracing` events carry.
     name: Option<&'static str>,
     /// The key of a `PerKey` entry, as text, when the code that made the entry knew it (the
-    /// layers' `host:port`, a `#[retryable(key = ..)]` key that implements `Display`).
-    key: Option<Box<str>>,
+    /// layers' `host:port`, a `#[retryable(key = ..)]` key that implements `Display`). Behind a
+    /// lock, read only when the state changes: an entry is given to another key in place.
+    key: Mutex<Option<Arc<str>>>,
+    /// Which key a `PerKey` entry serves now; a breaker of its own is never reset.
+    tenancy: Tenancy,
     /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
     state: AtomicU64,
     /// Consecutive retryable failures while closed.
@@ -206,24 +210,52 @@ impl CircuitBreaker {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Result<CircuitPermit<'_>, CircuitOpen> {
+        if !self.tenancy.is_leased() {
+            let cur = self.state.load(Ordering::Acquire);
+            if cur >> 62 == 0 {
+                // Closed: the only check on the hot path.
+                return Ok(CircuitPermit::new(
+                    self,
+                    Word::unpack(cur).generation,
+                    false,
+                    0,
+                ));
+            }
+            return self.acquire_slow(cur, 0);
+        }
+        self.acquire_as(self.tenancy.current())
+    }
+
+    /// [`try_acquire`](Self::try_acquire) for a call that leased this breaker under `tenancy`
+    /// (see [`Lease`](crate::per_key::Lease)): if the entry has served another key since, the
+    /// permit records nothing, as for a key the table no longer remembers.
+    #[inline]
+    pub(crate) fn acquire_as(&self, tenancy: u32) -> Result<CircuitPermit<'_>, CircuitOpen> {
         let cur = self.state.load(Ordering::Acquire);
-        if cur >> 62 == 0 {
-            // Closed: the only check on the hot path.
+        if cur >> 62 == 0 && self.tenancy.holds(tenancy) {
+            // Closed: the only check on the hot path (and, for a `PerKey` entry, its tenancy,
+            // on the same cache line).
             return Ok(CircuitPermit::new(
                 self,
                 Word::unpack(cur).generation,
                 false,
+                tenancy,
             ));
         }
-        self.acquire_slow(cur)
+        self.acquire_slow(cur, tenancy)
     }
 
     #[cold]
-    fn acquire_slow(&self, mut cur: u64) -> Result<CircuitPermit<'_>, CircuitOpen> {
+    fn acquire_slow(&self, mut cur: u64, tenancy: u32) -> Result<CircuitPermit<'_>, CircuitOpen> {
         loop {
+            if !self.tenancy.holds(tenancy) {
+                return Ok(CircuitPermit::lapsed());
+            }
             let w = Word::unpack(cur);
             match w.phase {
-                CircuitState::Closed => return Ok(CircuitPermit::new(self, w.generation, false)),
+                CircuitState::Closed => {
+                    return Ok(CircuitPermit::new(self, w.generation, false, tenancy));
+                }
                 CircuitState::Open => match self.end_cool_down(cur, w) {
                     Ok(next) => cur = next.pack(),
                     Err(Some(left)) => return Err(CircuitOpen::new(left)),
@@ -238,7 +270,9 @@ impl CircuitBreaker {
                         ..w
                     };
                     match self.swap(cur, next) {
-                        Ok(()) => return Ok(CircuitPermit::new(self, w.generation, true)),
+                        Ok(()) => {
+                            return Ok(CircuitPermit::new(self, w.generation, true, tenancy));
+                        }
                         Err(actual) => cur = actual,
                     }
                 }
@@ -298,12 +332,14 @@ impl CircuitBreaker {
     }
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
+        #[cfg(any(feature = "metrics", feature = "tracing"))]
+        let key = self.key();
         #[cfg(feature = "metrics")]
-        crate::meter::circuit_state(self.name.unwrap_or("unnamed"), self.key(), gauge(to));
+        crate::meter::circuit_state(self.name.unwrap_or("unnamed"), key.as_deref(), gauge(to));
         #[cfg(feature = "tracing")]
         {
             let breaker = self.name.unwrap_or("unnamed");
-            let key = self.key();
+            let key = key.as_deref();
             let opened = to == CircuitState::Open;
             let (from, to) = (from.as_str(), to.as_str());
             if opened {
@@ -324,14 +360,21 @@ impl CircuitBreaker {
     /// knew it: the tower and reqwest layers key entries by the request's authority written
     /// `host:port` (`"api.example:443"`), and `#[retryable(key = ..)]` by the key's `Display`
     /// text. `None` for a breaker of its own, or an entry made by [`PerKey::get`](crate::PerKey::get).
-    pub fn key(&self) -> Option<&str> {
-        self.key.as_deref()
+    ///
+    /// An entry keeps its place in the table only while its key does: when a full table gives
+    /// the place to another key, the entry is reset in place and this names the new key.
+    pub fn key(&self) -> Option<Arc<str>> {
+        self.key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Open the breaker from the state `cur`, if it is still in `w`'s phase and generation
     /// (closed, or half-open after a failed probe, which `release_probe` frees). A change of
     /// the word that leaves the phase as it was (a leftover probe ending, another probe
-    /// starting) does not cancel the trip: it is tried again on the new word.
+    /// starting) does not cancel the trip: it is tried again on the new word. The caller
+    /// reports the change (`notify`) once it is out of its tenancy's write.
     #[cold]
     fn trip(&self, mut cur: u64, w: Word, release_probe: bool) -> bool {
         // Publish the end of the cool-down before the state that makes readers look at it.
@@ -360,7 +403,6 @@ impl CircuitBreaker {
         }
         self.failures.store(0, Ordering::Relaxed);
         self.clear_window();
-        self.notify(w.phase, CircuitState::Open);
         true
     }
 
@@ -380,30 +422,41 @@ impl CircuitBreaker {
     }
 
     #[inline]
-    fn closed_success(&self) {
+    fn closed_success(&self, tenancy: u32) {
         // Write only when needed, so concurrent successes do not contend on the line.
-        if self.failures.load(Ordering::Relaxed) != 0 {
-            self.failures.store(0, Ordering::Relaxed);
-        }
-        if self.ratio.is_some() {
-            self.ratio_success();
+        if self.failures.load(Ordering::Relaxed) != 0 || self.ratio.is_some() {
+            self.tenancy.write(tenancy, || self.clean_success());
         }
     }
 
     #[cold]
-    fn ratio_success(&self) {
+    fn clean_success(&self) {
+        if self.failures.load(Ordering::Relaxed) != 0 {
+            self.failures.store(0, Ordering::Relaxed);
+        }
         if let Some(rule) = self.ratio {
             self.window_record(rule, false);
         }
     }
 
     #[cold]
-    fn closed_failure(&self, generation: u32) {
+    fn closed_failure(&self, generation: u32, tenancy: u32) {
+        if self
+            .tenancy
+            .write(tenancy, || self.count_failure(generation))
+            == Some(true)
+        {
+            self.notify(CircuitState::Closed, CircuitState::Open);
+        }
+    }
+
+    /// Count a failure while closed; whether it opened the breaker.
+    fn count_failure(&self, generation: u32) -> bool {
         let cur = self.state.load(Ordering::Acquire);
         let w = Word::unpack(cur);
         if w.phase != CircuitState::Closed || w.generation != generation {
             // The outcome of a call admitted before the breaker last opened.
-            return;
+            return false;
         }
         let failures = match self
             .failures
@@ -418,15 +471,31 @@ impl CircuitBreaker {
             open |= calls >= u64::from(rule.min_calls)
                 && failed.saturating_mul(1_000_000) >= rule.ppm.saturating_mul(calls);
         }
-        if open {
-            self.trip(cur, w, false);
-        }
+        open && self.trip(cur, w, false)
     }
 
     /// A probe ended. Its slot is freed whatever the phase now (so the number of probes running
-    /// never exceeds `half_open_max`, even across phases); its verdict counts only if its
-    /// half-open phase is still the current one.
-    fn probe_done(&self, generation: u32, outcome: Outcome) {
+    /// never exceeds `half_open_max`, even across phases, and across keys for a `PerKey` entry
+    /// given to another key meanwhile); its verdict counts only if its half-open phase is still
+    /// the current one, of the key it was admitted for.
+    fn probe_done(&self, generation: u32, outcome: Outcome, tenancy: u32) {
+        let changed = match self
+            .tenancy
+            .write(tenancy, || self.probe_verdict(generation, outcome))
+        {
+            Some(changed) => changed,
+            None => {
+                self.probe_verdict(generation, Outcome::Neither);
+                None
+            }
+        };
+        if let Some(to) = changed {
+            self.notify(CircuitState::HalfOpen, to);
+        }
+    }
+
+    /// Free a probe's slot and count its verdict; the state it moved the breaker to, if any.
+    fn probe_verdict(&self, generation: u32, outcome: Outcome) -> Option<CircuitState> {
         let mut cur = self.state.load(Ordering::Acquire);
         loop {
             let w = Word::unpack(cur);
@@ -439,7 +508,7 @@ impl CircuitBreaker {
                 _ if !current => freed,
                 Outcome::Failure => {
                     if self.trip(cur, w, true) {
-                        return;
+                        return Some(CircuitState::Open);
                     }
                     // The phase ended meanwhile: only free the slot.
                     cur = self.state.load(Ordering::Acquire);
@@ -468,15 +537,45 @@ impl CircuitBreaker {
                 self.clear_window();
             }
             match self.swap(cur, next) {
-                Ok(()) => {
-                    if closes {
-                        self.notify(CircuitState::HalfOpen, CircuitState::Closed);
-                    }
-                    return;
-                }
+                Ok(()) => return closes.then_some(CircuitState::Closed),
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// Give this `PerKey` entry to another key: the calls that leased it for the old one
+    /// record nothing from now on, and it starts closed with clean counts, labelled `key`.
+    /// Probes still running keep their slots until they end (so the dependency never sees more
+    /// than `half_open_max` at once). Called with the table's insertion lock held.
+    pub(crate) fn recycle(&self, key: Option<Box<str>>) {
+        self.tenancy.end();
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            let w = Word::unpack(cur);
+            let next = Word {
+                phase: CircuitState::Closed,
+                generation: w.next_generation(),
+                in_flight: w.in_flight,
+                successes: 0,
+            };
+            match self.swap(cur, next) {
+                Ok(()) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        self.failures.store(0, Ordering::Relaxed);
+        self.clear_window();
+        self.open_until.store(0, Ordering::Relaxed);
+        *self
+            .key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = key.map(Arc::from);
+    }
+
+    /// The tenancy a call that leases this breaker now holds it under.
+    #[inline]
+    pub(crate) fn tenancy(&self) -> u32 {
+        self.tenancy.current()
     }
 }
 

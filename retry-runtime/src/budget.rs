@@ -2,6 +2,7 @@
 //! by gRPC's retry-throttling rule.
 
 use crate::sync::{AtomicU64, Ordering, const_unless_loom};
+use crate::tenancy::Tenancy;
 use std::fmt;
 
 /// Tokens are kept in millionths, so a fractional `token_ratio` is refunded exactly.
@@ -79,6 +80,8 @@ pub struct RetryBudget {
     tokens: AtomicU64,
     /// A name for labels and logs.
     name: Option<&'static str>,
+    /// Which key a `PerKey` entry serves now; a budget of its own is never reset.
+    tenancy: Tenancy,
 }
 
 impl RetryBudget {
@@ -97,6 +100,7 @@ impl RetryBudget {
                 ratio,
                 tokens: AtomicU64::new(max),
                 name: None,
+                tenancy: Tenancy::own(),
             }
         }
     }
@@ -120,14 +124,29 @@ impl RetryBudget {
         self.name
     }
 
-    /// A full bucket with this one's settings (for [`PerKey`](crate::PerKey)).
-    pub(crate) fn fresh_copy(&self) -> Self {
+    /// A full bucket with this one's settings, as an entry of a [`PerKey`](crate::PerKey).
+    pub(crate) fn entry_copy(&self) -> Self {
         RetryBudget {
             max: self.max,
             ratio: self.ratio,
             tokens: AtomicU64::new(self.max),
             name: self.name,
+            tenancy: Tenancy::leased(),
         }
+    }
+
+    /// Give this `PerKey` entry to another key: the calls that leased it for the old one
+    /// charge and refund nothing from now on, and it starts full. Called with the table's
+    /// insertion lock held.
+    pub(crate) fn recycle(&self) {
+        self.tenancy.end();
+        self.tokens.store(self.max, Ordering::Relaxed);
+    }
+
+    /// The tenancy a call that leases this budget now holds it under.
+    #[inline]
+    pub(crate) fn tenancy(&self) -> u32 {
+        self.tenancy.current()
     }
 
     /// Whether the bucket is full: it has nothing to remember (a `PerKey` table gives such a
@@ -145,24 +164,42 @@ impl RetryBudget {
     /// Take one token for a failed attempt of a retryable class (none below 0).
     #[inline]
     pub fn record_failure(&self) {
-        let _ = self
-            .tokens
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                (t != 0).then(|| t.saturating_sub(UNIT))
-            });
+        self.charge(self.tenancy.current());
     }
 
     /// Put back `token_ratio` tokens for a successful attempt (none above `max_tokens`).
     #[inline]
     pub fn record_success(&self) {
+        self.refund(self.tenancy.current());
+    }
+
+    /// [`record_failure`](Self::record_failure) for a call that leased this budget under
+    /// `tenancy`: nothing if the entry has served another key since.
+    #[inline]
+    pub(crate) fn charge(&self, tenancy: u32) {
+        self.tenancy.write(tenancy, || {
+            let _ = self
+                .tokens
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                    (t != 0).then(|| t.saturating_sub(UNIT))
+                });
+        });
+    }
+
+    /// [`record_success`](Self::record_success) for a call that leased this budget under
+    /// `tenancy`: nothing if the entry has served another key since.
+    #[inline]
+    pub(crate) fn refund(&self, tenancy: u32) {
         if self.ratio == 0 || self.tokens.load(Ordering::Relaxed) >= self.max {
             return;
         }
-        let _ = self
-            .tokens
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                (t < self.max).then(|| t.saturating_add(self.ratio).min(self.max))
-            });
+        self.tenancy.write(tenancy, || {
+            let _ = self
+                .tokens
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                    (t < self.max).then(|| t.saturating_add(self.ratio).min(self.max))
+                });
+        });
     }
 
     /// The tokens in the bucket now, to six decimal places.

@@ -58,6 +58,7 @@ pub mod policy;
 mod rng;
 pub mod run;
 mod sync;
+mod tenancy;
 pub mod testing;
 
 #[cfg(feature = "http")]

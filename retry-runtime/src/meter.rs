@@ -12,65 +12,141 @@
 //! `fn` is the function's path for `#[retryable]` (as in `tracing` events) and the name given
 //! by [`Retry::named`](crate::Retry::named) for the builder (`"closure"` by default). Without
 //! the feature nothing is compiled: no check, no call on any path.
+//!
+//! # Cost
+//!
+//! A `#[retryable]` function keeps its handles (in its [`Meter`](crate::observe::Meter)) once
+//! they are registered with the application's global recorder: from then on an attempt is
+//! counted with one atomic add on the recorder's counter, with no key built and no lookup in
+//! the recorder's registry. Handles are kept for the global recorder only, which is installed
+//! once and lives as long as the program: a recorder installed after the first calls counts
+//! every call from then on, and a test's local recorder (`metrics::with_local_recorder`) is
+//! given a handle per measurement, never one kept for another recorder. Finding out which
+//! recorder is the global one takes a look from a thread of the crate's own (the facade has no
+//! call for it), made once when a recorder first appears, and again at most once every 1 024
+//! measurements a thread makes under a recorder that is not the global one. The builder and
+//! the layers, named at run time, register per measurement.
 
 use crate::run::{Next, StopReason};
+use ::metrics::{Key, Label, Level, Metadata};
 
-/// A failed attempt: counted by outcome and class; its wait or its stop recorded.
+mod global;
+mod handles;
+pub(crate) use handles::Handles;
+
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// A failed attempt: counted by outcome and class; its wait or its stop recorded. With the
+/// function's kept `handles` (a `#[retryable]` fn's `Meter`), no key is built once they exist.
 #[cold]
-pub(crate) fn failed_attempt(function: &'static str, class: &'static str, next: Next) {
-    match next {
-        Next::Retry(delay) => {
-            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class)
-                .increment(1);
-            ::metrics::histogram!("retry_kit_retry_delay_seconds", "fn" => function)
-                .record(delay.as_secs_f64());
+pub(crate) fn failed_attempt(
+    function: &'static str,
+    handles: Option<&Handles>,
+    class: &'static str,
+    next: Next,
+) {
+    match (next, handles) {
+        (Next::Retry(delay), Some(handles)) => {
+            handles.failed(function, class, true);
+            handles.delayed(function, delay.as_secs_f64());
+        }
+        (Next::Retry(delay), None) => {
+            attempt(function, class, "retry");
+            ::metrics::with_recorder(|recorder| {
+                recorder
+                    .register_histogram(&delay_key(function), &METADATA)
+                    .record(delay.as_secs_f64())
+            });
         }
         // A hedged attempt that failed while others still run: the call goes on without a
         // wait of its own.
-        Next::Wait { .. } => {
-            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "retry", "class" => class)
-                .increment(1);
+        (Next::Wait { .. }, Some(handles)) => handles.failed(function, class, true),
+        (Next::Wait { .. }, None) => attempt(function, class, "retry"),
+        (Next::Stop(reason), Some(handles)) => {
+            handles.failed(function, class, false);
+            handles.stopped(function, reason);
         }
-        Next::Stop(reason) => {
-            ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "stop", "class" => class)
-                .increment(1);
+        (Next::Stop(reason), None) => {
+            attempt(function, class, "stop");
             stopped(function, reason);
         }
     }
 }
 
+/// `retry_kit_attempts_total` for one attempt, its key built now.
+fn attempt(function: &'static str, class: &'static str, outcome: &'static str) {
+    let key = attempt_key(function, outcome, class);
+    ::metrics::with_recorder(|recorder| recorder.register_counter(&key, &METADATA).increment(1));
+}
+
 fn stopped(function: &'static str, reason: StopReason) {
-    ::metrics::counter!("retry_kit_stops_total", "fn" => function, "reason" => reason.as_str())
-        .increment(1);
+    let key = stop_key(function, reason);
+    ::metrics::with_recorder(|recorder| recorder.register_counter(&key, &METADATA).increment(1));
+}
+
+fn attempt_key(function: &'static str, outcome: &'static str, class: &'static str) -> Key {
+    Key::from_parts(
+        "retry_kit_attempts_total",
+        vec![
+            Label::from_static_parts("fn", function),
+            Label::from_static_parts("outcome", outcome),
+            Label::from_static_parts("class", class),
+        ],
+    )
+}
+
+fn stop_key(function: &'static str, reason: StopReason) -> Key {
+    Key::from_parts(
+        "retry_kit_stops_total",
+        vec![
+            Label::from_static_parts("fn", function),
+            Label::from_static_parts("reason", reason.as_str()),
+        ],
+    )
+}
+
+fn delay_key(function: &'static str) -> Key {
+    Key::from_parts(
+        "retry_kit_retry_delay_seconds",
+        vec![Label::from_static_parts("fn", function)],
+    )
+}
+
+fn hedge_key(function: &'static str) -> Key {
+    Key::from_parts(
+        "retry_kit_hedges_total",
+        vec![Label::from_static_parts("fn", function)],
+    )
 }
 
 /// A call the breaker refused before its first attempt.
 #[cold]
-pub(crate) fn refused(function: &'static str) {
-    stopped(function, StopReason::CircuitOpen);
+pub(crate) fn refused(function: &'static str, handles: Option<&Handles>) {
+    match handles {
+        Some(handles) => handles.stopped(function, StopReason::CircuitOpen),
+        None => stopped(function, StopReason::CircuitOpen),
+    }
 }
 
-/// A successful attempt.
+/// A successful attempt of a function without kept handles (the builder, the layers).
 #[inline]
 pub(crate) fn succeeded(function: &'static str) {
-    ::metrics::counter!("retry_kit_attempts_total", "fn" => function, "outcome" => "success", "class" => "none")
-        .increment(1);
-}
-
-/// A successful attempt of a function whose labels were made once (its `Meter`): the key is
-/// built from them in place, with nothing allocated.
-#[inline]
-pub(crate) fn succeeded_as(labels: &'static [::metrics::Label]) {
-    static METADATA: ::metrics::Metadata<'static> =
-        ::metrics::Metadata::new(module_path!(), ::metrics::Level::INFO, Some(module_path!()));
-    let key = ::metrics::Key::from_static_labels("retry_kit_attempts_total", labels);
-    ::metrics::with_recorder(|recorder| recorder.register_counter(&key, &METADATA).increment(1));
+    attempt(function, "none", "success");
 }
 
 /// A hedged call started an attempt beside a slow one.
 #[cold]
-pub(crate) fn hedged(function: &'static str) {
-    ::metrics::counter!("retry_kit_hedges_total", "fn" => function).increment(1);
+pub(crate) fn hedged(function: &'static str, handles: Option<&Handles>) {
+    match handles {
+        Some(handles) => handles.hedged(function),
+        None => {
+            let key = hedge_key(function);
+            ::metrics::with_recorder(|recorder| {
+                recorder.register_counter(&key, &METADATA).increment(1)
+            });
+        }
+    }
 }
 
 /// A breaker changed state to `value` (0 closed, 1 half-open, 2 open): a `PerKey` entry's

@@ -132,9 +132,10 @@ pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
     }
 }
 
-/// A retried function's name and, with the `metrics` feature, the labels of its measurements,
-/// made once: `#[retryable]` keeps one in a `static` per function, so that counting a success
-/// builds no labels and allocates nothing.
+/// A retried function's name and, with the `metrics` feature, the labels and handles of its
+/// measurements, made once: `#[retryable]` keeps one in a `static` per function, so that
+/// counting an attempt builds no labels, allocates nothing and, once the handle is registered
+/// with the application's global recorder, is one atomic add (see [`crate::meter`]).
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
@@ -159,6 +160,9 @@ pub struct Meter {
     /// `fn` = the name, `outcome` = `success`, `class` = `none`.
     #[cfg(feature = "metrics")]
     success: [::metrics::Label; 3],
+    /// Its measurement handles, kept once registered with the application's global recorder.
+    #[cfg(feature = "metrics")]
+    handles: crate::meter::Handles,
 }
 
 impl Meter {
@@ -172,6 +176,8 @@ impl Meter {
                 ::metrics::Label::from_static_parts("outcome", "success"),
                 ::metrics::Label::from_static_parts("class", "none"),
             ],
+            #[cfg(feature = "metrics")]
+            handles: crate::meter::Handles::new(),
         }
     }
 
@@ -213,6 +219,15 @@ pub struct Observer<H> {
     meter: Option<&'static Meter>,
 }
 
+#[cfg(feature = "metrics")]
+impl<H> Observer<H> {
+    /// The function's kept measurement handles, if it has a [`Meter`].
+    #[inline]
+    fn handles(&self) -> Option<&'static crate::meter::Handles> {
+        self.meter.map(|meter| &meter.handles)
+    }
+}
+
 #[cfg(any(feature = "tracing", feature = "metrics"))]
 impl<E, H: Hook<E>> Hook<E> for Observer<H> {
     const ACTIVE: bool = true;
@@ -223,7 +238,12 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
             self.hook.on_failure(failure);
         }
         #[cfg(feature = "metrics")]
-        crate::meter::failed_attempt(self.name, failure.class_label(), failure.next);
+        crate::meter::failed_attempt(
+            self.name,
+            self.handles(),
+            failure.class_label(),
+            failure.next,
+        );
         #[cfg(feature = "tracing")]
         {
             let shown = self.hook.display_fn().map(|fmt| Shown(failure.error, fmt));
@@ -242,7 +262,7 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
         }
         #[cfg(feature = "metrics")]
         match self.meter {
-            Some(meter) => crate::meter::succeeded_as(&meter.success),
+            Some(meter) => meter.handles.succeeded(&meter.success),
             None => crate::meter::succeeded(self.name),
         }
     }
@@ -253,7 +273,7 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
             self.hook.on_hedge(attempt, running);
         }
         #[cfg(feature = "metrics")]
-        crate::meter::hedged(self.name);
+        crate::meter::hedged(self.name, self.handles());
         #[cfg(feature = "tracing")]
         tracing::debug!(
             target: "retry_kit",
@@ -281,7 +301,7 @@ impl<E, H: Hook<E>> Hook<E> for Observer<H> {
 #[cold]
 pub fn refused<H>(observer: &mut Observer<H>) {
     #[cfg(feature = "metrics")]
-    crate::meter::refused(observer.name);
+    crate::meter::refused(observer.name, observer.handles());
     #[cfg(feature = "tracing")]
     tracing::warn!(
         target: "retry_kit",

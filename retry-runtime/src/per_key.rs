@@ -3,73 +3,83 @@
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
-use crate::sync::{Mutex, MutexGuard, const_unless_loom};
+use crate::sync::{AtomicPtr, AtomicU64, Mutex, Ordering, const_unless_loom};
 use std::fmt;
-use std::hash::{DefaultHasher, Hash, Hasher};
-// std's `Arc` even under loom: it is what `PerKey::get` hands to callers across the crate; the
-// table's consistency is the lock's, which is loom's there.
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
 
+mod lease;
 mod pick;
-pub use pick::{OneByKey, Pick, Picked, one_by_key, pick};
+pub use lease::Lease;
+pub use pick::{OneByKey, Pick, one_by_key, pick};
 
-/// What a [`PerKey`] holds one of per key: a copy of its template with fresh state.
+/// What a [`PerKey`] holds one of per key: a copy of its template, given to another key in
+/// place when the table is full.
 pub trait Template: Sized {
-    /// A new value with this one's settings and fresh state (a closed breaker, a full bucket).
-    fn fresh(&self) -> Self;
+    /// A new entry with this one's settings and fresh state (a closed breaker, a full bucket),
+    /// labelled with its key as text when the code that made it knew it (a breaker keeps it,
+    /// see [`CircuitBreaker::key`]).
+    fn entry(&self, key: Option<Box<str>>) -> Self;
     /// Whether this value has nothing a fresh one lacks (a closed breaker with no failure
     /// counted, a full bucket): forgetting it loses nothing.
     fn is_idle(&self) -> bool;
-    /// Give a new entry its key as text, for its measurements and hooks (a breaker keeps it,
-    /// see [`CircuitBreaker::key`]).
-    // Boxed: the breaker's impl keeps it as it comes.
-    #[allow(clippy::boxed_local)]
-    fn label(&mut self, key: Box<str>) {
-        let _ = key;
-    }
+    /// Give this entry to another key: fresh state, labelled `key`; what calls that leased it
+    /// for the old key record from now on is dropped.
+    fn recycle(&self, key: Option<Box<str>>);
+    /// The tenancy a call that leases this value now holds it under (see [`Lease`]).
+    fn tenancy(&self) -> u32;
 }
 
 impl Template for CircuitBreaker {
-    fn fresh(&self) -> Self {
-        self.fresh_copy()
+    fn entry(&self, key: Option<Box<str>>) -> Self {
+        self.entry_copy(key)
     }
     fn is_idle(&self) -> bool {
         CircuitBreaker::is_idle(self)
     }
-    fn label(&mut self, key: Box<str>) {
-        self.set_key(key);
+    fn recycle(&self, key: Option<Box<str>>) {
+        CircuitBreaker::recycle(self, key);
+    }
+    #[inline]
+    fn tenancy(&self) -> u32 {
+        CircuitBreaker::tenancy(self)
     }
 }
 
 impl Template for RetryBudget {
-    fn fresh(&self) -> Self {
-        self.fresh_copy()
+    fn entry(&self, _: Option<Box<str>>) -> Self {
+        self.entry_copy()
     }
     fn is_idle(&self) -> bool {
         RetryBudget::is_idle(self)
     }
+    fn recycle(&self, _: Option<Box<str>>) {
+        RetryBudget::recycle(self);
+    }
+    #[inline]
+    fn tenancy(&self) -> u32 {
+        RetryBudget::tenancy(self)
+    }
 }
 
-/// One entry of the table: the key's hash, when it was last used, and its breaker or budget.
-struct Entry<T> {
-    hash: u64,
-    last_used: u64,
-    value: Option<Arc<T>>,
+/// One place of the table: the hash of the key it serves (0: none, or being given to another
+/// key), when it was last used, and its value, made the first time the place is taken and kept
+/// until the table is dropped.
+struct Slot<T> {
+    hash: AtomicU64,
+    used: AtomicU64,
+    value: AtomicPtr<T>,
 }
 
-impl<T> Entry<T> {
-    const EMPTY: Self = Entry {
-        hash: 0,
-        last_used: 0,
-        value: None,
-    };
-}
-
-/// The table behind the lock.
-struct Table<T, const N: usize> {
-    entries: [Entry<T>; N],
-    /// Counts lookups: the "time" of `last_used`.
-    clock: u64,
+impl<T> Slot<T> {
+    const_unless_loom! {
+        const fn empty() -> Self {
+            Slot {
+                hash: AtomicU64::new(0),
+                used: AtomicU64::new(0),
+                value: AtomicPtr::new(std::ptr::null_mut()),
+            }
+        }
+    }
 }
 
 /// One [`CircuitBreaker`] or [`RetryBudget`] per key, each a fresh copy of `template`, for at
@@ -79,11 +89,18 @@ struct Table<T, const N: usize> {
 /// recently used key. A key whose place was taken starts again from the template when it comes
 /// back: its breaker closed, its budget full.
 ///
-/// Const-constructible for a `static`. A lookup takes a lock for a scan of at most `N` entries
-/// and hands back an `Arc` of the key's value; no lock is held while a call runs, and a call
-/// that started with a value keeps it even if its key is replaced meanwhile. Keys are told
-/// apart by a 64-bit hash (two keys whose hashes collide share a value; for `N` keys in use
-/// the chance is about N² / 2⁶⁵). A key's value is created on first use, one allocation.
+/// Const-constructible for a `static`. Looking up a key that has a place is a few atomic loads,
+/// with no lock and nothing written while the table's keys stay the same: calls on many
+/// threads through one table do not slow each other. Placing a new key takes a lock. Each place
+/// keeps its value (made on the place's first use, one allocation) until the table is dropped,
+/// and a new key is given a place by resetting its value in place. A call holds the value it
+/// looked up as a [`Lease`]: if the key's place is given to another key while the call runs,
+/// what the call records from then on is dropped, never counted for the other key.
+///
+/// Keys are told apart by a 64-bit hash (two keys whose hashes collide share a value; for `N`
+/// keys in use the chance is about N² / 2⁶⁵). "Least recently used" is kept to the precision
+/// of the table's insertions: a use ranks after every key placed before it, but uses between
+/// two insertions are not ordered among themselves (so that a hit writes nothing once marked).
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
@@ -118,20 +135,24 @@ struct Table<T, const N: usize> {
 /// ```
 pub struct PerKey<T, const N: usize = 64> {
     template: T,
-    table: Mutex<Table<T, N>>,
+    slots: [Slot<T>; N],
+    /// Held to place a key (insertions are one at a time).
+    inserts: Mutex<()>,
+    /// Insertions so far: the "time" of a place's last use.
+    insertions: AtomicU64,
 }
 
 impl<T, const N: usize> PerKey<T, N> {
     const_unless_loom! {
-        /// Values made from `template`, at most `N` keys at a time (with `N` of 0 none is kept:
-        /// every lookup gets a fresh value).
+        /// Values made from `template`, at most `N` keys at a time (`N` of at least 1: a table
+        /// with no place is a compile error).
         pub const fn new(template: T) -> Self {
+            const { assert!(N > 0, "a PerKey needs a place for at least one key") };
             PerKey {
                 template,
-                table: Mutex::new(Table {
-                    entries: [const { Entry::EMPTY }; N],
-                    clock: 0,
-                }),
+                slots: slots(),
+                inserts: Mutex::new(()),
+                insertions: AtomicU64::new(0),
             }
         }
     }
@@ -143,10 +164,9 @@ impl<T, const N: usize> PerKey<T, N> {
 
     /// How many keys have a value now.
     pub fn len(&self) -> usize {
-        self.lock()
-            .entries
+        self.slots
             .iter()
-            .filter(|e| e.value.is_some())
+            .filter(|s| s.hash.load(Ordering::Acquire) != 0)
             .count()
     }
 
@@ -154,88 +174,135 @@ impl<T, const N: usize> PerKey<T, N> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
 
-    fn lock(&self) -> MutexGuard<'_, Table<T, N>> {
-        // A panic while the lock is held can only come from `fresh` or the allocator; the
-        // table is consistent between entries, so a poisoned lock is still usable.
-        self.table
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
+#[cfg(not(loom))]
+const fn slots<T, const N: usize>() -> [Slot<T>; N] {
+    [const { Slot::empty() }; N]
+}
+
+#[cfg(loom)]
+fn slots<T, const N: usize>() -> [Slot<T>; N] {
+    std::array::from_fn(|_| Slot::empty())
 }
 
 impl<T: Template, const N: usize> PerKey<T, N> {
     /// The value for `key`: the one it has, or a fresh copy of the template, replacing the key
     /// used least recently when all `N` places are taken.
-    pub fn get<K: Hash + ?Sized>(&self, key: &K) -> Arc<T> {
-        self.get_hashed(hash_of(key), || None)
+    ///
+    /// The value stays the key's while the key keeps its place; a value read later may have
+    /// been given to another key since (the [`Lease`] says).
+    pub fn get<K: Hash + ?Sized>(&self, key: &K) -> Lease<'_, T> {
+        self.lease(hash_of(key), || None)
     }
 
     /// The value for the key whose hash is `hash`; a new entry is labelled with what `label`
     /// says (asked only then, outside the table's lock).
-    fn get_hashed(&self, hash: u64, label: impl FnOnce() -> Option<Box<str>>) -> Arc<T> {
-        if let Some(value) = self.lookup(hash) {
-            return value;
+    #[inline]
+    fn lease(&self, hash: u64, label: impl FnOnce() -> Option<Box<str>>) -> Lease<'_, T> {
+        let hash = stored(hash);
+        match self.lookup(hash) {
+            Some(lease) => lease,
+            None => self.insert(hash, label()),
         }
-        let mut value = self.template.fresh();
-        if let Some(key) = label() {
-            value.label(key);
-        }
-        self.insert(hash, Arc::new(value))
     }
 
-    /// The value a live entry for `hash` has, marked as used now.
-    fn lookup(&self, hash: u64) -> Option<Arc<T>> {
-        let mut table = self.lock();
-        table.clock += 1;
-        let now = table.clock;
-        let entry = table
-            .entries
-            .iter_mut()
-            .find(|e| e.hash == hash && e.value.is_some())?;
-        entry.last_used = now;
-        entry.value.clone()
+    /// The value of the live entry for `hash`, marked as used now.
+    #[inline]
+    fn lookup(&self, hash: u64) -> Option<Lease<'_, T>> {
+        let home = (hash % N as u64) as usize;
+        let (after, before) = self.slots.split_at(home);
+        for slot in before.iter().chain(after) {
+            if slot.hash.load(Ordering::Acquire) != hash {
+                continue;
+            }
+            // SAFETY: a place's value is set before its first hash and kept until the table
+            // is dropped (`&self` outlives the lease).
+            let value = unsafe { &*slot.value.load(Ordering::Acquire) };
+            let tenancy = value.tenancy();
+            // Read again after the tenancy: unchanged, the tenancy is this key's (or a lapsed
+            // one of this key's, whose writes are dropped); changed, the place is being given
+            // to another key: placed anew under the lock.
+            if slot.hash.load(Ordering::Acquire) != hash {
+                return None;
+            }
+            // A use ranks after every insertion so far (an insertion is ranked by its own
+            // count): written only when that changes, so a table whose keys stay put is only
+            // read.
+            let now = self.insertions.load(Ordering::Relaxed).wrapping_add(1);
+            if slot.used.load(Ordering::Relaxed) != now {
+                slot.used.store(now, Ordering::Relaxed);
+            }
+            return Some(Lease::new(value, tenancy));
+        }
+        None
     }
 
-    /// Give `value` a place for `hash`, unless another thread gave the key one meanwhile (then
-    /// that value is the key's).
-    fn insert(&self, hash: u64, value: Arc<T>) -> Arc<T> {
-        let mut table = self.lock();
-        table.clock += 1;
-        let now = table.clock;
-        let entries = &mut table.entries;
-        if let Some(entry) = entries
-            .iter_mut()
-            .find(|e| e.hash == hash && e.value.is_some())
-        {
-            entry.last_used = now;
-            if let Some(value) = &entry.value {
-                return Arc::clone(value);
+    /// Give `hash` a place, unless another thread gave it one meanwhile (then that value is
+    /// the key's).
+    #[cold]
+    fn insert(&self, hash: u64, label: Option<Box<str>>) -> Lease<'_, T> {
+        // A panic while the lock is held can only come from `entry` or the allocator, before
+        // anything changed: a poisoned lock is still usable.
+        let _placing = self
+            .inserts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(lease) = self.lookup(hash) {
+            return lease;
+        }
+        let now = self.insertions.load(Ordering::Relaxed).wrapping_add(1);
+        self.insertions.store(now, Ordering::Relaxed);
+        let slot = &self.slots[self.place(hash)];
+        let existing = slot.value.load(Ordering::Acquire);
+        let value = if existing.is_null() {
+            let value = Box::into_raw(Box::new(self.template.entry(label)));
+            slot.value.store(value, Ordering::Release);
+            value
+        } else {
+            // Lookups of the old key miss from here on; then the calls that leased the value
+            // for it are cut off and their writes waited for, and the value starts afresh.
+            slot.hash.store(0, Ordering::SeqCst);
+            // SAFETY: as in `lookup`.
+            unsafe { &*existing }.recycle(label);
+            existing
+        };
+        slot.used.store(now, Ordering::Relaxed);
+        // SAFETY: as in `lookup`.
+        let value = unsafe { &*value };
+        let tenancy = value.tenancy();
+        slot.hash.store(hash, Ordering::Release);
+        Lease::new(value, tenancy)
+    }
+
+    /// The place for a new key: a free one (the nearest after the key's home place, where its
+    /// lookups start); else the least recently used of those with nothing to remember (a closed
+    /// breaker with no failures, a full budget); else the least recently used. An open breaker
+    /// is the last thing to forget: forgetting it sends calls to a host that is down.
+    fn place(&self, hash: u64) -> usize {
+        let home = (hash % N as u64) as usize;
+        let free = (home..N)
+            .chain(0..home)
+            .find(|&i| self.slots[i].value.load(Ordering::Acquire).is_null());
+        let used = |i: &usize| self.slots[*i].used.load(Ordering::Relaxed);
+        // SAFETY: as in `lookup` (every place has a value once none is free).
+        let idle = |i: &usize| unsafe { &*self.slots[*i].value.load(Ordering::Acquire) }.is_idle();
+        free.or_else(|| (0..N).filter(idle).min_by_key(used))
+            .or_else(|| (0..N).min_by_key(used))
+            .unwrap_or(0)
+    }
+}
+
+impl<T, const N: usize> Drop for PerKey<T, N> {
+    fn drop(&mut self) {
+        for slot in &self.slots {
+            let value = slot.value.load(Ordering::Acquire);
+            if !value.is_null() {
+                // SAFETY: made by `Box::into_raw` in `insert`, dropped once, here, where no
+                // lease can outlive `&mut self`.
+                drop(unsafe { Box::from_raw(value) });
             }
         }
-        // A free place; else the least recently used of those with nothing to remember (a
-        // closed breaker with no failures, a full budget); else the least recently used. An
-        // open breaker is the last thing to forget: forgetting it sends calls to a host that
-        // is down.
-        let idle = |e: &Entry<T>| e.value.as_deref().is_some_and(T::is_idle);
-        let place = entries
-            .iter()
-            .position(|e| e.value.is_none())
-            .or_else(|| {
-                (0..entries.len())
-                    .filter(|&i| idle(&entries[i]))
-                    .min_by_key(|&i| entries[i].last_used)
-            })
-            .or_else(|| (0..entries.len()).min_by_key(|&i| entries[i].last_used));
-        if let Some(i) = place {
-            entries[i] = Entry {
-                hash,
-                last_used: now,
-                value: Some(Arc::clone(&value)),
-            };
-        }
-        // With `N` of 0 there is no place: the value serves this call alone.
-        value
     }
 }
 
@@ -258,13 +325,13 @@ impl<T, const N: usize> fmt::Debug for PerKey<T, N> {
 pub trait AsPerKey<T> {
     /// The value for the key whose hash is `hash` (see [`key_hash`]); a new entry is labelled
     /// with `label`'s text (asked only then).
-    fn value_for(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Arc<T>;
+    fn value_for(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, T>;
 }
 
 impl<T: Template, const N: usize> AsPerKey<T> for PerKey<T, N> {
     #[inline]
-    fn value_for(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Arc<T> {
-        self.get_hashed(hash, label)
+    fn value_for(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, T> {
+        self.lease(hash, label)
     }
 }
 
@@ -297,11 +364,11 @@ pub fn key_hash<K: Key + ?Sized>(key: &K) -> u64 {
 /// The breaker or budget of `per_key` for the key whose hash is `hash`; `label` gives a new
 /// entry its key as text (see [`CircuitBreaker::key`]).
 #[inline]
-pub fn keyed<T, P: AsPerKey<T> + ?Sized>(
-    per_key: &P,
+pub fn keyed<'a, T, P: AsPerKey<T> + ?Sized>(
+    per_key: &'a P,
     hash: u64,
     label: &dyn Fn() -> Option<Box<str>>,
-) -> Arc<T> {
+) -> Lease<'a, T> {
     per_key.value_for(hash, label)
 }
 
@@ -337,9 +404,18 @@ impl<K: ?Sized> KeyViaNothing for &KeyText<'_, K> {
     }
 }
 
-/// A key's 64-bit hash: SipHash with fixed keys, so the same key finds its value in every call.
+/// A key's 64-bit hash: foldhash seeded once per process, so the same key finds its value in
+/// every call, and which keys collide cannot be known ahead.
+#[inline]
 fn hash_of<K: Hash + ?Sized>(key: &K) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher =
+        foldhash::fast::FoldHasher::with_seed(0, foldhash::SharedSeed::global_random());
     key.hash(&mut hasher);
     hasher.finish()
+}
+
+/// A hash as the table keeps it: 0 marks a place with no key.
+#[inline]
+fn stored(hash: u64) -> u64 {
+    hash.max(1)
 }

@@ -3,7 +3,7 @@
 //! [`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware) and
 //! [`HttpRetryLayer`](crate::tower::HttpRetryLayer) accept.
 
-use crate::per_key::{AsPerKey, PerKey, Template, key_hash};
+use crate::per_key::{AsPerKey, Lease, PerKey, Template, key_hash};
 use crate::policy::RetryPolicy;
 use crate::run::ByTrait;
 use crate::run::NoHook;
@@ -12,7 +12,6 @@ use crate::run::protection::Unprotected;
 use crate::run::{AttemptTimeout, NoTimeout};
 use crate::{CircuitBreaker, RetryBudget};
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// A breaker or budget for every request, or one per authority from a [`PerKey`].
@@ -68,30 +67,21 @@ impl<T: Template + Send + Sync + 'static, const N: usize> ForEachRequest<T>
     }
 }
 
-/// The value a request uses, held for the call.
-pub(crate) enum Held<T: 'static> {
-    One(&'static T),
-    Keyed(Arc<T>),
-}
-
-impl<T> Held<T> {
-    pub(crate) fn get(&self) -> &T {
-        match self {
-            Held::One(value) => value,
-            Held::Keyed(value) => value,
-        }
-    }
-}
-
 impl<T> Chosen<T> {
     /// The value for a request; `authority` (its key) is asked for only with a `PerKey`, so a
     /// shared breaker costs no hashing.
-    pub(crate) fn for_authority(self, authority: impl FnOnce() -> (u64, Box<str>)) -> Held<T> {
+    pub(crate) fn for_authority(
+        self,
+        authority: impl FnOnce() -> (u64, Box<str>),
+    ) -> Lease<'static, T>
+    where
+        Lease<'static, T>: Own<T>,
+    {
         match self.0 {
-            Choice::One(value) => Held::One(value),
+            Choice::One(value) => <Lease<'static, T> as Own<T>>::own(value),
             Choice::ByAuthority(per_key) => {
                 let (hash, text) = authority();
-                Held::Keyed(per_key.value_for(hash, &|| Some(text.clone())))
+                per_key.value_for(hash, &|| Some(text.clone()))
             }
         }
     }
@@ -103,7 +93,10 @@ pub(crate) fn held(
     circuit: Option<Chosen<CircuitBreaker>>,
     budget: Option<Chosen<RetryBudget>>,
     authority: impl Fn() -> String,
-) -> (Option<Held<CircuitBreaker>>, Option<Held<RetryBudget>>) {
+) -> (
+    Option<Lease<'static, CircuitBreaker>>,
+    Option<Lease<'static, RetryBudget>>,
+) {
     let mut key: Option<(u64, Box<str>)> = None;
     let mut authority = || {
         key.get_or_insert_with(|| {
@@ -188,7 +181,27 @@ impl<H, T> HttpSettings<H, T> {
     pub(crate) fn held_for(
         &self,
         authority: impl Fn() -> String,
-    ) -> (Option<Held<CircuitBreaker>>, Option<Held<RetryBudget>>) {
+    ) -> (
+        Option<Lease<'static, CircuitBreaker>>,
+        Option<Lease<'static, RetryBudget>>,
+    ) {
         held(self.circuit, self.budget, authority)
+    }
+}
+
+/// A breaker or budget of its own, held as a lease (its tenancy never changes).
+pub(crate) trait Own<T: 'static> {
+    fn own(value: &'static T) -> Self;
+}
+
+impl Own<CircuitBreaker> for Lease<'static, CircuitBreaker> {
+    fn own(value: &'static CircuitBreaker) -> Self {
+        Lease::<CircuitBreaker>::of(value)
+    }
+}
+
+impl Own<RetryBudget> for Lease<'static, RetryBudget> {
+    fn own(value: &'static RetryBudget) -> Self {
+        Lease::<RetryBudget>::of(value)
     }
 }

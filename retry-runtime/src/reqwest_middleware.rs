@@ -68,7 +68,7 @@ use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 pub use crate::per_request::{Chosen, ForEachRequest};
-use crate::per_request::{Held, HttpSettings, authority_key};
+use crate::per_request::{HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
 use crate::run::Classifier;
 use crate::run::retry::begin;
@@ -249,10 +249,7 @@ where
         let policy = self.settings.policy_for(&method, req.headers_mut());
         // The breaker and budget of this request (its authority's, with a `PerKey`).
         let (circuit, budget) = self.settings.held_for(|| authority_of(&req));
-        let protection = Shared::chosen(
-            circuit.as_ref().map(Held::get),
-            budget.as_ref().map(Held::get),
-        );
+        let protection = Shared::chosen(circuit, budget);
         let retry = self
             .settings
             .retry

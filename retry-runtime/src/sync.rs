@@ -5,20 +5,17 @@
 //! loom's atomics and locks cannot be built in a `const fn`; [`const_unless_loom!`] keeps the
 //! public constructors `const` in every normal build.
 //!
-//! `Arc` is not here: `PerKey::get` hands std's `Arc` to the rest of the crate (the layers hold
-//! it through a request), and what the models check of the table is its lock's.
+//! `PerKey`'s values live as long as the table, so nothing of theirs is reference-counted.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
-pub(crate) use loom::sync::MutexGuard;
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// A `const fn` in normal builds, a plain `fn` under loom, whose atomics and locks are not
 /// const-constructible. The item is written once, with `const`.
@@ -31,3 +28,21 @@ macro_rules! const_unless_loom {
     };
 }
 pub(crate) use const_unless_loom;
+
+/// One turn of a loop that waits for another thread (a write to a recycled `PerKey` entry that
+/// is finishing): a spin hint, then the rest of the time slice, since the writer may have been
+/// preempted. Under loom, a yield, which its scheduler needs to run the other thread.
+#[inline]
+pub(crate) fn wait_a_turn(turn: u32) {
+    #[cfg(loom)]
+    {
+        let _ = turn;
+        loom::thread::yield_now();
+    }
+    #[cfg(not(loom))]
+    if turn < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}

@@ -374,27 +374,32 @@ fn budget_at_its_bounds_ends_as_some_sequential_order() {
     });
 }
 
+/// The address of a `PerKey` value, to compare the places two lookups found.
+fn place<T>(value: &T) -> usize {
+    value as *const T as usize
+}
+
 /// Two threads look up the same new key at once: one creates its value, the other finds it;
-/// both hold the same `Arc`, and the table holds one entry.
+/// both lease the same place, and the table holds one entry.
 #[test]
 fn per_key_first_lookups_of_a_key_share_one_value() {
     model(3, || {
         let table = Arc::new(PerKey::<RetryBudget, 4>::new(RetryBudget::new(10, 0.1)));
         let get = || {
             let table = Arc::clone(&table);
-            thread::spawn(move || table.get("a.example"))
+            thread::spawn(move || place(table.get("a.example").value()))
         };
         let (a, b) = (get(), get());
         let (a, b) = (a.join().unwrap(), b.join().unwrap());
-        assert!(std::sync::Arc::ptr_eq(&a, &b));
+        assert_eq!(a, b);
         assert_eq!(table.len(), 1);
-        assert!(std::sync::Arc::ptr_eq(&table.get("a.example"), &a));
+        assert_eq!(place(table.get("a.example").value()), a);
     });
 }
 
 /// A full table (two places: an open breaker and an idle one) gets two new keys from two
-/// threads at once: the open breaker is kept whatever the order (each new key takes an idle
-/// place), and the table never holds more than its two.
+/// threads at once: the open breaker is kept whatever the order (each new key takes the idle
+/// place, the second from the first), and the table never holds more than its two.
 #[test]
 fn per_key_full_table_keeps_the_open_breaker_under_concurrent_inserts() {
     model(3, || {
@@ -403,26 +408,73 @@ fn per_key_full_table_keeps_the_open_breaker_under_concurrent_inserts() {
         )));
         let down = table.get("down.example");
         down.try_acquire().unwrap().failed();
+        let down = place(down.value());
         let _idle = table.get("idle.example");
         assert_eq!(table.len(), 2);
 
         let get = |key: &'static str| {
             let table = Arc::clone(&table);
             thread::spawn(move || {
-                let value = table.get(key);
+                let value = place(table.get(key).value());
                 assert!(table.len() <= 2);
                 value
             })
         };
         let (x, y) = (get("x.example"), get("y.example"));
         let (x, y) = (x.join().unwrap(), y.join().unwrap());
-        assert!(!std::sync::Arc::ptr_eq(&x, &y));
+        assert_eq!(x, y, "both new keys took the idle place");
+        assert_ne!(x, down);
         assert_eq!(table.len(), 2);
         let found = table.get("down.example");
-        assert!(
-            std::sync::Arc::ptr_eq(&found, &down),
+        assert_eq!(
+            place(found.value()),
+            down,
             "the open breaker was given away"
         );
         assert_eq!(found.state(), CircuitState::Open);
+    });
+}
+
+/// A call leased a one-place table's breaker for a.example; b.example takes the place while the
+/// call runs, and the call then fails (a failure that opens the breaker). Whatever the order,
+/// b.example's breaker is closed with nothing counted: the failure went to a.example's entry
+/// before the place was given away (and was cleared with it), or was dropped as a lapsed lease's.
+#[test]
+fn per_key_a_lapsed_lease_counts_nothing_for_the_next_key() {
+    model(3, || {
+        let table = Arc::new(PerKey::<CircuitBreaker, 1>::new(CircuitBreaker::new(
+            1, OPEN_FOR,
+        )));
+        let permit = table.get("a.example").try_acquire().unwrap();
+        let other = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || {
+                let b = table.get("b.example");
+                b.state()
+            })
+        };
+        permit.failed();
+        let seen = other.join().unwrap();
+        // b.example saw a closed breaker, and still has one.
+        assert_eq!(seen, CircuitState::Closed);
+        let b = table.get("b.example");
+        assert_eq!(b.state(), CircuitState::Closed);
+        assert!(format!("{:?}", b.value()).contains("failures: 0"));
+    });
+}
+
+/// The same for a budget: a charge from a lapsed lease leaves the next key's bucket full.
+#[test]
+fn per_key_a_lapsed_budget_lease_charges_nothing_to_the_next_key() {
+    model(3, || {
+        let table = Arc::new(PerKey::<RetryBudget, 1>::new(RetryBudget::new(2, 0.1)));
+        let a = table.get("a.example");
+        let other = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || table.get("b.example").tokens())
+        };
+        a.record_failure();
+        assert_eq!(other.join().unwrap(), 2.0);
+        assert_eq!(table.get("b.example").tokens(), 2.0);
     });
 }

@@ -114,7 +114,8 @@ impl Protection {
                         (&#krate::__private::KeyText(&(#key))).text()
                     });
                 ));
-                quote_spanned!(path.span()=> #krate::#as_trait::#as_method(&*#held))
+                // The lease itself, with the tenancy the key was looked up under.
+                quote!(#held)
             } else {
                 quote_spanned!(path.span()=> #krate::#as_trait::#as_method(&#path))
             };

@@ -26,21 +26,44 @@ pub struct CircuitPermit<'b> {
     /// bit whether it is a probe, and in the next whether a retry loop holds it. One word, not a `u32` and a `bool`: moving the permit
     /// into a call then read the `bool` back with a 4-byte load after a 1-byte store, a
     /// store-to-load forwarding stall on every protected call.
-    stamp: u32,
+    /// In the upper half, for a `PerKey` entry, the key's tenancy the permit was given under
+    /// (0 for a breaker of its own): still one word beside the reference, as before it was
+    /// added (two `u32` fields made `try_acquire`'s result go through memory, +12 instructions
+    /// a call on a `static` breaker).
+    stamp: u64,
 }
 
-const PROBE: u32 = 1 << 31;
+const PROBE: u64 = 1 << 31;
 /// Held by one of the crate's loops, which records a panic itself (its `PanicGuard`).
-const MANAGED: u32 = 1 << 30;
-const GENERATION: u32 = MANAGED - 1;
+const MANAGED: u64 = 1 << 30;
+const GENERATION: u64 = MANAGED - 1;
 
 impl<'b> CircuitPermit<'b> {
     #[inline]
-    pub(super) fn new(breaker: &'b CircuitBreaker, generation: u32, probe: bool) -> Self {
-        debug_assert!(generation & !GENERATION == 0, "generations are 30 bits");
+    pub(super) fn new(
+        breaker: &'b CircuitBreaker,
+        generation: u32,
+        probe: bool,
+        tenancy: u32,
+    ) -> Self {
+        debug_assert!(
+            u64::from(generation) & !GENERATION == 0,
+            "generations are 30 bits"
+        );
         CircuitPermit {
             breaker: Some(breaker),
-            stamp: generation | if probe { PROBE } else { 0 },
+            stamp: u64::from(generation) | if probe { PROBE } else { 0 } | u64::from(tenancy) << 32,
+        }
+    }
+
+    /// A permit that records nothing: its call leased a `PerKey` entry that has served another
+    /// key since, so its key has no breaker now (as for a key the table no longer remembers,
+    /// whose next call starts from a closed one).
+    #[cold]
+    pub(super) fn lapsed() -> Self {
+        CircuitPermit {
+            breaker: None,
+            stamp: 0,
         }
     }
 
@@ -51,7 +74,12 @@ impl<'b> CircuitPermit<'b> {
 
     #[inline]
     fn generation(&self) -> u32 {
-        self.stamp & GENERATION
+        (self.stamp & GENERATION) as u32
+    }
+
+    #[inline]
+    fn tenancy(&self) -> u32 {
+        (self.stamp >> 32) as u32
     }
 
     /// Hand the permit to a retry loop that records panics itself: dropped unconsumed, even
@@ -90,10 +118,10 @@ impl<'b> CircuitPermit<'b> {
             return;
         };
         match (self.is_probe(), outcome) {
-            (false, Outcome::Success) => breaker.closed_success(),
-            (false, Outcome::Failure) => breaker.closed_failure(self.generation()),
+            (false, Outcome::Success) => breaker.closed_success(self.tenancy()),
+            (false, Outcome::Failure) => breaker.closed_failure(self.generation(), self.tenancy()),
             (false, Outcome::Neither) => {}
-            (true, outcome) => breaker.probe_done(self.generation(), outcome),
+            (true, outcome) => breaker.probe_done(self.generation(), outcome, self.tenancy()),
         }
     }
 }

@@ -5,6 +5,8 @@ use super::window::RatioRule;
 use super::word::Word;
 use super::{BUCKETS, CircuitBreaker, CircuitState, clamp_u16, nanos_i64};
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, const_unless_loom};
+use crate::tenancy::Tenancy;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 impl CircuitBreaker {
@@ -26,7 +28,8 @@ impl CircuitBreaker {
                 hook: None,
                 hook_of: None,
                 name: None,
-                key: None,
+                key: Mutex::new(None),
+                tenancy: Tenancy::own(),
                 state: AtomicU64::new(Word::CLOSED.pack()),
                 failures: AtomicU32::new(0),
                 open_until: AtomicI64::new(0),
@@ -119,8 +122,9 @@ impl CircuitBreaker {
         self
     }
 
-    /// A closed breaker with this one's settings (for [`PerKey`](crate::PerKey)).
-    pub(crate) fn fresh_copy(&self) -> Self {
+    /// A closed breaker with this one's settings, as an entry of a [`PerKey`](crate::PerKey)
+    /// labelled `key`.
+    pub(crate) fn entry_copy(&self, key: Option<Box<str>>) -> Self {
         CircuitBreaker {
             failure_threshold: self.failure_threshold,
             open_for: self.open_for,
@@ -130,7 +134,8 @@ impl CircuitBreaker {
             hook: self.hook,
             hook_of: self.hook_of,
             name: self.name,
-            key: None,
+            key: Mutex::new(key.map(Arc::from)),
+            tenancy: Tenancy::leased(),
             state: AtomicU64::new(Word::CLOSED.pack()),
             failures: AtomicU32::new(0),
             open_until: AtomicI64::new(0),
@@ -189,7 +194,7 @@ impl CircuitBreaker {
     ///
     /// fn changed(breaker: &CircuitBreaker, _: CircuitState, to: CircuitState) {
     ///     if to == CircuitState::Open {
-    ///         OPENED.lock().unwrap().push(breaker.key().unwrap_or("?").to_owned());
+    ///         OPENED.lock().unwrap().push(breaker.key().as_deref().unwrap_or("?").to_owned());
     ///     }
     /// }
     ///
@@ -217,11 +222,6 @@ impl CircuitBreaker {
     ) -> Self {
         self.hook_of = Some(hook);
         self
-    }
-
-    /// This entry's key as text (see [`key`](Self::key)).
-    pub(crate) fn set_key(&mut self, key: Box<str>) {
-        self.key = Some(key);
     }
 }
 

@@ -2,32 +2,9 @@
 //! may be a `PerKey` (the key's own) or a plain static shared by every key, but at least one is
 //! a `PerKey` (a per-host breaker beside one global budget, as the layers allow).
 
-use super::{PerKey, Template};
+use super::{Lease, PerKey, Template};
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
-use std::ops::Deref;
-use std::sync::Arc;
-
-/// A breaker or budget for one call: the key's own from a [`PerKey`], or one shared by every
-/// key.
-#[derive(Debug)]
-pub enum Picked<'a, T> {
-    /// The key's value, held for the call.
-    Own(Arc<T>),
-    /// The one value every key shares.
-    Shared(&'a T),
-}
-
-impl<T> Deref for Picked<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        match self {
-            Picked::Own(value) => value,
-            Picked::Shared(value) => value,
-        }
-    }
-}
 
 /// What `circuit` and `budget` accept beside `key = ...` when both are given: a
 /// `PerKey<T>` or a plain `T`.
@@ -36,28 +13,29 @@ impl<T> Deref for Picked<'_, T> {
     label = "expected a `PerKey<{T}>` or a `{T}`"
 )]
 pub trait Pick<T> {
-    /// The value for the key whose hash is `hash`, a new entry labelled by `label`.
-    fn pick(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, T>;
+    /// The value for the key whose hash is `hash` (a new entry labelled by `label`), or the one
+    /// value every key shares.
+    fn pick(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, T>;
 }
 
 impl<T: Template, const N: usize> Pick<T> for PerKey<T, N> {
     #[inline]
-    fn pick(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, T> {
-        Picked::Own(self.get_hashed(hash, label))
+    fn pick(&self, hash: u64, label: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, T> {
+        self.lease(hash, label)
     }
 }
 
 impl Pick<CircuitBreaker> for CircuitBreaker {
     #[inline]
-    fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, CircuitBreaker> {
-        Picked::Shared(self)
+    fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, CircuitBreaker> {
+        Lease::<CircuitBreaker>::of(self)
     }
 }
 
 impl Pick<RetryBudget> for RetryBudget {
     #[inline]
-    fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Picked<'_, RetryBudget> {
-        Picked::Shared(self)
+    fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, RetryBudget> {
+        Lease::<RetryBudget>::of(self)
     }
 }
 
@@ -101,6 +79,6 @@ pub fn pick<'a, T, P: Pick<T> + ?Sized>(
     of: &'a P,
     hash: u64,
     label: &dyn Fn() -> Option<Box<str>>,
-) -> Picked<'a, T> {
+) -> Lease<'a, T> {
     of.pick(hash, label)
 }

@@ -24,6 +24,7 @@ use crate::budget::RetryBudget;
 use crate::class::ErrorClass;
 use crate::clock;
 use crate::error::CircuitOpen;
+use crate::per_key::Lease;
 use std::time::{Duration, Instant};
 
 /// The shared protection a [`Call`](super::Call) carries: [`Unprotected`] (none) or
@@ -104,8 +105,8 @@ impl<'p> Protection<'p> for Unprotected {
 /// unset; untouched on success unless one is set.
 pub struct Protected<'p> {
     adaptive: Option<Adapted<'p>>,
-    pub(super) breaker: Option<&'p CircuitBreaker>,
-    pub(super) budget: Option<&'p RetryBudget>,
+    pub(super) breaker: Option<Lease<'p, CircuitBreaker>>,
+    pub(super) budget: Option<Lease<'p, RetryBudget>>,
     permit: Option<CircuitPermit<'p>>,
 }
 
@@ -316,8 +317,8 @@ impl std::fmt::Debug for Protected<'_> {
         f.debug_struct("Protected")
             .field("adaptive", &self.adaptive.is_some())
             .field("tuned", &self.tuned())
-            .field("breaker", &self.breaker)
-            .field("budget", &self.budget)
+            .field("breaker", &self.breaker.map(|b| b.value()))
+            .field("budget", &self.budget.map(|b| b.value()))
             .field("permit", &self.permit)
             .finish()
     }

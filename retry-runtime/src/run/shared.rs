@@ -14,6 +14,7 @@ use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::error::CircuitOpen;
+use crate::per_key::Lease;
 use std::sync::Arc;
 
 /// The shared protection of a [`Retry`](super::Retry) builder once one of
@@ -145,30 +146,38 @@ pub struct NoBudget;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoAdaptive;
 
-/// How a [`Shared`] protection finds its budget: [`NoBudget`], a budget, or a budget chosen
-/// per call (`Option`, what the HTTP front ends resolve for each request).
+/// How a [`Shared`] protection finds its budget: [`NoBudget`], a budget (its own, or a
+/// `PerKey` entry's [`Lease`]), or one chosen per call (`Option`, what the HTTP front ends
+/// resolve for each request).
 pub trait BudgetSlot<'p>: Copy {
     /// The budget, if there is one.
-    fn budget(&self) -> Option<&'p RetryBudget>;
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>>;
 }
 
 impl BudgetSlot<'_> for NoBudget {
     #[inline(always)]
-    fn budget(&self) -> Option<&'static RetryBudget> {
+    fn budget(&self) -> Option<Lease<'static, RetryBudget>> {
         None
     }
 }
 
 impl<'p> BudgetSlot<'p> for &'p RetryBudget {
     #[inline(always)]
-    fn budget(&self) -> Option<&'p RetryBudget> {
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
+        Some(Lease::<RetryBudget>::of(self))
+    }
+}
+
+impl<'p> BudgetSlot<'p> for Lease<'p, RetryBudget> {
+    #[inline(always)]
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
         Some(*self)
     }
 }
 
-impl<'p> BudgetSlot<'p> for Option<&'p RetryBudget> {
+impl<'p> BudgetSlot<'p> for Option<Lease<'p, RetryBudget>> {
     #[inline(always)]
-    fn budget(&self) -> Option<&'p RetryBudget> {
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
         *self
     }
 }
@@ -314,27 +323,35 @@ pub struct NoCircuit;
 )]
 pub trait CircuitSlot<'p, E> {
     /// The breaker and the conversion, if there is a breaker.
-    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)>;
+    fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)>;
 }
 
 impl<E> CircuitSlot<'_, E> for NoCircuit {
     #[inline]
-    fn slot(&self) -> Option<(&'static CircuitBreaker, Conversion<CircuitOpen, E>)> {
+    fn slot(&self) -> Option<(Lease<'static, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
         None
     }
 }
 
 impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for &'p CircuitBreaker {
     #[inline]
-    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+    fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
+        Some((Lease::<CircuitBreaker>::of(self), E::from))
+    }
+}
+
+/// A `PerKey` entry's breaker, as the call leased it for its key.
+impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Lease<'p, CircuitBreaker> {
+    #[inline]
+    fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
         Some((*self, E::from))
     }
 }
 
 /// A breaker chosen per call, or none (what the HTTP middleware resolves for each request).
-impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<&'p CircuitBreaker> {
+impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<Lease<'p, CircuitBreaker>> {
     #[inline]
-    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+    fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
         self.map(|breaker| (breaker, E::from as Conversion<CircuitOpen, E>))
     }
 }
@@ -343,11 +360,11 @@ impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<&'p CircuitBreaker>
     feature = "reqwest-middleware",
     all(feature = "tower", feature = "http")
 ))]
-impl<'p> Shared<Option<&'p CircuitBreaker>, Option<&'p RetryBudget>> {
+impl<'p> Shared<Option<Lease<'p, CircuitBreaker>>, Option<Lease<'p, RetryBudget>>> {
     /// Protection chosen per call: a breaker or none, a budget or none.
     pub(crate) fn chosen(
-        circuit: Option<&'p CircuitBreaker>,
-        budget: Option<&'p RetryBudget>,
+        circuit: Option<Lease<'p, CircuitBreaker>>,
+        budget: Option<Lease<'p, RetryBudget>>,
     ) -> Self {
         Shared {
             circuit,
@@ -360,7 +377,15 @@ impl<'p> Shared<Option<&'p CircuitBreaker>, Option<&'p RetryBudget>> {
 /// A breaker with its own conversion of a refusal (what [`Retry::circuit_with`](super::Retry::circuit_with) sets).
 impl<'p, E> CircuitSlot<'p, E> for (&'p CircuitBreaker, Conversion<CircuitOpen, E>) {
     #[inline]
-    fn slot(&self) -> Option<(&'p CircuitBreaker, Conversion<CircuitOpen, E>)> {
+    fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
+        Some((Lease::<CircuitBreaker>::of(self.0), self.1))
+    }
+}
+
+/// A `PerKey` entry's breaker as the call leased it, with its own conversion of a refusal.
+impl<'p, E> CircuitSlot<'p, E> for (Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>) {
+    #[inline]
+    fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
         Some(*self)
     }
 }

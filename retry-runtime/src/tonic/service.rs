@@ -8,10 +8,12 @@ use super::failure::{GrpcClassifier, GrpcFailure, Kind};
 use super::layer::GrpcRetryLayer;
 use super::rules::{Codes, Plan, Rule};
 use super::wire::{self, Answer};
+use crate::RetryBudget;
 use crate::clock;
 use crate::error::TimedOut;
 use crate::observe;
-use crate::per_request::{Held, authority_key, held};
+use crate::per_key::Lease;
+use crate::per_request::{authority_key, held};
 use crate::policy::RetryPolicy;
 use crate::run::retry::begin;
 use crate::run::shared::Shared;
@@ -118,7 +120,12 @@ where
             method.timeout,
         );
         let (circuit, budget) = held(layer.circuit, layer.budget, || authority_of(&parts.uri));
-        let budget = budget.or_else(|| layer.throttling.clone().map(Held::Keyed));
+        // The service config's `retryThrottling`, unless `.budget(..)` replaced it: the call
+        // keeps the layer's budget alive, and leases it for the call.
+        let throttling = match budget {
+            Some(_) => None,
+            None => layer.throttling.clone(),
+        };
         let (policy, rule, hedge) = match method.plan {
             // No code is retryable for a method without a policy: A6 charges the throttling
             // tokens for none of its failures (and refunds its successes).
@@ -143,10 +150,8 @@ where
         let retry = layer.retry.clone();
         let body = ReplayBody::new(body, layer.buffer_limit);
         Box::pin(async move {
-            let protection = Shared::chosen(
-                circuit.as_ref().map(Held::get),
-                budget.as_ref().map(Held::get),
-            );
+            let budget = budget.or_else(|| throttling.as_deref().map(Lease::<RetryBudget>::of));
+            let protection = Shared::chosen(circuit, budget);
             let retry = retry
                 .with_policy(&policy)
                 .with_protection(protection)

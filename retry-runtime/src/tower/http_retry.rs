@@ -5,7 +5,7 @@ use super::replay::{BodyNotReplayable, BoxError, ReplayBody};
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_request::{ForEachRequest, Held, HttpSettings, authority_key};
+use crate::per_request::{ForEachRequest, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
 use crate::run::Classifier;
 use crate::run::retry::begin;
@@ -392,10 +392,7 @@ where
         let body_limit = layer.body_limit;
         let body = ReplayBody::new(body, body_limit);
         Box::pin(async move {
-            let protection = Shared::chosen(
-                circuit.as_ref().map(Held::get),
-                budget.as_ref().map(Held::get),
-            );
+            let protection = Shared::chosen(circuit, budget);
             let retry = retry
                 .with_policy(&policy)
                 .with_protection(protection)

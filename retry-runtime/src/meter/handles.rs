@@ -1,0 +1,177 @@
+//! A function's measurement handles, registered once with the global recorder and kept in its
+//! `Meter`: counting an attempt is then one atomic add, with no key built and no lookup in the
+//! recorder's registry.
+
+use super::global::is_global;
+use crate::run::StopReason;
+use ::metrics::{Counter, Histogram, Key, Label, Level, Metadata, Recorder};
+use std::sync::OnceLock;
+
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// The `class` labels of a failed attempt, in the order of the handles kept for them.
+const CLASSES: [&str; 5] = [
+    "transient",
+    "permanent",
+    "idempotent_only",
+    "already_done",
+    "value",
+];
+
+/// The stop reasons whose counters are kept; another (added later) is counted uncached.
+const REASONS: [StopReason; 10] = [
+    StopReason::Permanent,
+    StopReason::NotIdempotent,
+    StopReason::AttemptsExhausted,
+    StopReason::DeadlineExceeded,
+    StopReason::BudgetExhausted,
+    StopReason::CircuitOpen,
+    StopReason::RetryAfterTooLong,
+    StopReason::DeferredToOuter,
+    StopReason::AlreadyDone,
+    StopReason::NotRepeatable,
+];
+
+/// Each handle is registered the first time it is needed while the global recorder is the
+/// current one (so a function shows only the series it has used), and kept from then on.
+pub(crate) struct Handles {
+    /// The success counter's key, its hash taken once (a recorder that keeps nothing, such as
+    /// the facade's no-op one before an application installs its own, is given it every time).
+    success_key: OnceLock<Key>,
+    success: OnceLock<Counter>,
+    retry: [OnceLock<Counter>; CLASSES.len()],
+    stop: [OnceLock<Counter>; CLASSES.len()],
+    stops: [OnceLock<Counter>; REASONS.len()],
+    delay: OnceLock<Histogram>,
+    hedges: OnceLock<Counter>,
+}
+
+impl std::fmt::Debug for Handles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handles")
+            .field("success", &self.success.get().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Count `n` on the counter of `recorder` for `key`: the kept one when `recorder` is the global
+/// recorder (registered now if it is not yet), else one registered for this use alone.
+#[inline]
+fn count(recorder: &dyn Recorder, kept: &OnceLock<Counter>, key: impl FnOnce() -> Key, n: u64) {
+    if is_global(recorder) {
+        kept.get_or_init(|| recorder.register_counter(&key(), &METADATA))
+            .increment(n);
+    } else {
+        recorder.register_counter(&key(), &METADATA).increment(n);
+    }
+}
+
+impl Handles {
+    pub(crate) const fn new() -> Self {
+        Handles {
+            success_key: OnceLock::new(),
+            success: OnceLock::new(),
+            retry: [const { OnceLock::new() }; CLASSES.len()],
+            stop: [const { OnceLock::new() }; CLASSES.len()],
+            stops: [const { OnceLock::new() }; REASONS.len()],
+            delay: OnceLock::new(),
+            hedges: OnceLock::new(),
+        }
+    }
+
+    /// A successful attempt; `labels` are the function's success labels, made once.
+    #[inline]
+    pub(crate) fn succeeded(&self, labels: &'static [Label]) {
+        ::metrics::with_recorder(|recorder| {
+            if is_global(recorder) {
+                if let Some(counter) = self.success.get() {
+                    return counter.increment(1);
+                }
+            }
+            let key = self
+                .success_key
+                .get_or_init(|| Key::from_static_labels("retry_kit_attempts_total", labels));
+            count(recorder, &self.success, || key.clone(), 1)
+        });
+    }
+
+    /// A failed attempt of class `class` (a label of [`CLASSES`]), that the call retries
+    /// (`retried`) or gives up after.
+    pub(crate) fn failed(&self, function: &'static str, class: &'static str, retried: bool) {
+        let Some(i) = CLASSES.iter().position(|c| *c == class) else {
+            return super::attempt(function, class, if retried { "retry" } else { "stop" });
+        };
+        let (kept, outcome) = if retried {
+            (&self.retry[i], "retry")
+        } else {
+            (&self.stop[i], "stop")
+        };
+        ::metrics::with_recorder(|recorder| {
+            count(
+                recorder,
+                kept,
+                || super::attempt_key(function, outcome, class),
+                1,
+            )
+        });
+    }
+
+    /// A call that gave up for `reason`.
+    pub(crate) fn stopped(&self, function: &'static str, reason: StopReason) {
+        let Some(i) = REASONS.iter().position(|r| *r == reason) else {
+            return super::stopped(function, reason);
+        };
+        ::metrics::with_recorder(|recorder| {
+            count(
+                recorder,
+                &self.stops[i],
+                || super::stop_key(function, reason),
+                1,
+            )
+        });
+    }
+
+    /// The wait before a retry, in seconds.
+    pub(crate) fn delayed(&self, function: &'static str, seconds: f64) {
+        ::metrics::with_recorder(|recorder| {
+            let key = || super::delay_key(function);
+            if is_global(recorder) {
+                self.delay
+                    .get_or_init(|| recorder.register_histogram(&key(), &METADATA))
+                    .record(seconds);
+            } else {
+                recorder
+                    .register_histogram(&key(), &METADATA)
+                    .record(seconds);
+            }
+        });
+    }
+
+    /// An attempt started beside a slow one.
+    pub(crate) fn hedged(&self, function: &'static str) {
+        ::metrics::with_recorder(|recorder| {
+            count(recorder, &self.hedges, || super::hedge_key(function), 1)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stop_reason_has_a_kept_counter() {
+        for reason in REASONS {
+            assert_eq!(REASONS.iter().filter(|r| **r == reason).count(), 1);
+        }
+        for class in [
+            crate::ErrorClass::Transient,
+            crate::ErrorClass::Permanent,
+            crate::ErrorClass::IdempotentOnly,
+            crate::ErrorClass::AlreadyDone,
+        ] {
+            assert!(CLASSES.contains(&class.as_str()), "{class:?}");
+        }
+    }
+}
