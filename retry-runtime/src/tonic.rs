@@ -1,5 +1,6 @@
-//! tonic: [`Classify`] for [`tonic::Status`] by gRPC status code, with the
-//! server's `grpc-retry-pushback-ms` as the retry-after (feature `tonic`).
+//! tonic (feature `tonic`): [`Classify`] for [`tonic::Status`] by gRPC status code, with the
+//! server's `grpc-retry-pushback-ms` as the retry-after; and [`GrpcRetryLayer`], gRPC's own
+//! retries and hedging (gRFC A6) for tonic clients, from a policy or a service config.
 //!
 //! The table follows the guidance in gRPC's own status-code documentation and its retry design
 //! (gRFC A6): retry what the server refused before doing any work, never what the request itself
@@ -23,7 +24,8 @@
 //! [`Status::metadata`](::tonic::Status::metadata)). As gRFC A6 specifies:
 //! - a non-negative integer of milliseconds is the wait before the next attempt, which the retry
 //!   loop honours as the error's retry-after (waiting at least that long, or stopping with
-//!   `RetryAfterTooLong` if it is longer than `max_delay`);
+//!   `RetryAfterTooLong` if it is longer than `max_delay`; [`GrpcRetryLayer`] waits exactly
+//!   that long, as A6 asks);
 //! - a negative or unparseable value means "do not retry this call": the status is then
 //!   permanent whatever its code.
 //!
@@ -48,6 +50,78 @@
 //! assert_eq!(Status::not_found("no such user").class(), ErrorClass::Permanent);
 //! assert_eq!(Status::deadline_exceeded("slow").class(), ErrorClass::IdempotentOnly);
 //! ```
+//!
+//! # The retry layer
+//!
+//! [`GrpcRetryLayer`] sits between a generated client and its channel, where gRPC's own
+//! retries live (`HealthClient::new(ServiceBuilder::new().layer(layer).service(channel))`),
+//! and makes each call's attempts on the wire as gRFC A6 says. It is a front end of the same
+//! engine as `#[retryable]`: the policy's arithmetic, the breaker and budget, `on_failure`,
+//! `tracing` events and metrics work as everywhere in the crate.
+//!
+//! | what happens to an attempt | retried? |
+//! | --- | --- |
+//! | a status in a Trailers-Only response (no response headers before it) | by the method's rule: a code in `retryableStatusCodes` (`nonFatalStatusCodes` when hedging) is, any other is not; with [`GrpcRetryLayer::new`] the [table above](self) decides |
+//! | that status with `grpc-retry-pushback-ms: n` (n ≥ 0) | yes, after exactly n ms (not the backoff, not capped by `maxBackoff`; the deadline still bounds it) |
+//! | that status with a negative or unparseable pushback | no (and under a service config it still costs a throttling token, as A6 says) |
+//! | response headers arrived, then a status in the trailers (after messages or none) | **no**: the call is committed, the status is the caller's |
+//! | a connection that could not be made, or HTTP/2 `REFUSED_STREAM` | yes, whatever the codes: nothing reached the server (A6's transparent retry; here it counts as an attempt) |
+//! | the connection failed after the request may have been written (a reset, a close), or a proxy's 502 or 504 | only under a `hedgingPolicy`, or [`GrpcRetryLayer::new`] with an idempotent policy: the handler may have run |
+//! | a proxy's 429 or 503 without a gRPC status | as `UNAVAILABLE`, by the method's rule |
+//! | the request messages outgrew the buffer ([`buffer_limit`](GrpcRetryLayer::buffer_limit)) | **no**: committed to the attempt that sent them |
+//! | client- or bidi-streaming | only while every message sent so far is in the buffer, and nothing was received (a Trailers-Only status) |
+//! | the call's deadline passed | no: the deadline bounds all attempts together |
+//! | the breaker is open, or the throttling tokens are at half or below | no (a first attempt refused by the breaker is `UNAVAILABLE`, nothing sent) |
+//!
+//! On the wire:
+//!
+//! - every attempt after the first carries [`grpc-previous-rpc-attempts`](PREVIOUS_ATTEMPTS_KEY)
+//!   (`1` on the second, `2` on the third), hedges included;
+//! - the call's deadline is the soonest of the caller's `grpc-timeout`
+//!   (`Request::set_timeout`), the method's `timeout`, the policy's `deadline` and an enclosing
+//!   retryable call's; each attempt is sent with the time left as its `grpc-timeout`, and
+//!   cancelled when the deadline passes;
+//! - request messages (a gRPC body is length-prefixed frames) are replayed from a bounded
+//!   buffer, each attempt framed as the first ([`ReplayBody`](crate::tower::ReplayBody));
+//! - a `hedgingPolicy` starts the next attempt beside the running ones every `hedgingDelay`
+//!   (at once after a non-fatal status); the first committed answer wins and the other
+//!   attempts are cancelled (their HTTP/2 streams reset); a fatal status ends the call;
+//! - `retryThrottling` is one [`RetryBudget`](crate::RetryBudget) for the layer: every failed
+//!   attempt with a retryable or non-fatal code (or a pushback that refuses a retry) costs a
+//!   token, every success refunds `tokenRatio`, and a retry or hedge starts only while the
+//!   tokens exceed half of `maxTokens`.
+//!
+//! Where this layer differs from gRPC's own clients, and why:
+//!
+//! - the backoff is jittered in full, `random(0, d)` (A6's first rule), rather than A6's
+//!   current `d * random(0.8, 1.2)`, which the crate's [`Jitter`](crate::Jitter) has no form
+//!   for; a `backoffMultiplier` below 1 is taken as 1 (delays never shrink);
+//! - after a pushback the backoff goes on from the attempt count instead of starting again at
+//!   `initialBackoff` (the engine keeps no per-call state for it);
+//! - a transparent retry counts as one of `maxAttempts` (gRPC's are unbounded until the
+//!   deadline), and costs a throttling token;
+//! - a hedged call whose messages outgrow the buffer starts no further attempt but lets the
+//!   running ones finish (A6 cancels all but the one that sent the most);
+//! - a connection that fails after the request was written is not retried under a
+//!   `retryPolicy` (grpc-go reports it as `UNAVAILABLE` and retries it): the handler may have
+//!   run, and the crate never repeats a side effect the method's owner has not declared safe.
+//!
+//! The layer needs tokio (it sleeps and times attempts with it). The feature `tonic` turns on
+//! `tower` and `http`, whose crates tonic depends on already, and `serde_json` to read the
+//! service config.
+
+mod failure;
+mod layer;
+mod rules;
+mod service;
+mod service_config;
+mod wire;
+
+pub use failure::GrpcFailure;
+pub use layer::{DEFAULT_BUFFER_LIMIT, GrpcRetryLayer};
+pub use service::GrpcRetryService;
+pub use service_config::ServiceConfigError;
+pub use wire::PREVIOUS_ATTEMPTS_KEY;
 
 use crate::class::{Classify, ErrorClass};
 use ::tonic::metadata::MetadataMap;

@@ -107,6 +107,9 @@ pub use http_retry::{
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use replay::{BodyNotReplayable, BoxError, ReplayBody};
+// The gRPC layer reads transport failures as the HTTP layer does.
+#[cfg(feature = "tonic")]
+pub(crate) use http_retry::chain_class;
 
 pub use service_error::{ProtectionOf, TimeoutOf};
 

@@ -43,6 +43,43 @@ pub trait Classifier<E: ?Sized> {
         let _ = error;
         true
     }
+
+    /// Whether an error's [`retry_after`](Self::retry_after) is the wait before the next
+    /// attempt itself rather than a lower bound on the policy's delay: gRPC's
+    /// `grpc-retry-pushback-ms`, which gRFC A6 says is waited exactly, whatever the backoff
+    /// and `max_delay` say. Only the deadline still bounds it. False (a floor, refused above
+    /// `max_delay`) everywhere else.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::run::Classifier;
+    /// use retry_kit::{ErrorClass, Retry, RetryPolicy, testing};
+    /// use std::time::Duration;
+    ///
+    /// /// Every error is transient and names its own wait, in milliseconds.
+    /// struct Pushback;
+    ///
+    /// impl Classifier<u64> for Pushback {
+    ///     fn class(&self, _: &u64) -> ErrorClass {
+    ///         ErrorClass::Transient
+    ///     }
+    ///     fn retry_after(&self, ms: &u64) -> Option<Duration> {
+    ///         Some(Duration::from_millis(*ms))
+    ///     }
+    ///     const RETRY_AFTER_IS_WAIT: bool = true;
+    /// }
+    ///
+    /// // A backoff of 1 s capped at 2 s: the waits of 5 ms and 10 s are slept as asked.
+    /// let policy = RetryPolicy::fixed(Duration::from_secs(1))
+    ///     .max_delay(Duration::from_secs(2))
+    ///     .attempts(3);
+    /// let mut hints = vec![0, 10_000, 5];
+    /// let (_, slept) = testing::record_sleeps(|| {
+    ///     Retry::new(&policy).classify(Pushback).call(|| Err::<(), u64>(hints.pop().unwrap()))
+    /// });
+    /// assert_eq!(slept, [Duration::from_millis(5), Duration::from_secs(10)]);
+    /// ```
+    const RETRY_AFTER_IS_WAIT: bool = false;
 }
 
 /// Classify errors through their [`Classify`] impl (the default).
@@ -121,6 +158,7 @@ impl<E: ?Sized, C: Classifier<E>> Classifier<E> for Borrowed<'_, C> {
     fn repeatable(&self, error: &E) -> bool {
         self.0.repeatable(error)
     }
+    const RETRY_AFTER_IS_WAIT: bool = C::RETRY_AFTER_IS_WAIT;
 }
 
 /// `<E as Classify>::class` as a function item, for pairing with a custom retry-after function.

@@ -111,6 +111,7 @@ impl<T, E, C: Classifier<E>> Classifier<Rejected<T, E>> for IfRejected<C> {
             Rejected::Error(error) => self.0.repeatable(error),
         }
     }
+    const RETRY_AFTER_IS_WAIT: bool = C::RETRY_AFTER_IS_WAIT;
     const ANSWERS: bool = true;
     #[inline]
     fn answered(&self, rejected: &Rejected<T, E>) -> bool {

@@ -92,7 +92,7 @@ impl<RB> Classify for HttpFailure<RB> {
 ///   this crate cannot name), hyper's "connection closed before message completed", and the
 ///   crate's `TimedOut`: the request may have been written and acted on, so idempotent-only;
 /// - anything else is permanent: an unknown failure is not retried into a struggling server.
-fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration>) {
+pub(crate) fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration>) {
     let mut current = Some(error);
     let mut before_sending = false;
     let mut maybe_processed = false;

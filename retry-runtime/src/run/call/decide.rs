@@ -62,9 +62,14 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             }
             None => {
                 let retry_after = classifier.retry_after(error);
-                let verdict = match failed.running {
-                    None => self.schedule(retry_after),
-                    Some(_) => {
+                let verdict = match (failed.running, retry_after) {
+                    // The hint is the wait itself (gRPC's pushback): no backoff, no
+                    // `max_delay`; the deadline still applies.
+                    (_, Some(wait)) if C::RETRY_AFTER_IS_WAIT => {
+                        self.bounded(Duration::ZERO, Some(wait), Duration::MAX)
+                    }
+                    (None, _) => self.schedule(retry_after),
+                    (Some(_), _) => {
                         let max_delay = self.policy.policy().max_delay;
                         self.bounded(Duration::ZERO, retry_after, max_delay)
                     }

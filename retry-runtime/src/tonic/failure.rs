@@ -1,0 +1,280 @@
+//! [`GrpcFailure`]: a failed attempt of a gRPC call as the engine, hooks and `Failure` records
+//! see it, and the classifier that decides, by the method's rule, whether it is tried again.
+
+use super::rules::Rule;
+use super::{Pushback, pushback};
+use crate::class::{Classify, ErrorClass};
+use crate::error::{CircuitOpen, TimedOut};
+use crate::run::Classifier;
+use crate::tower::{BoxError, ReplayBody};
+use ::tonic::{Code, Status};
+use std::any::Any;
+use std::fmt;
+use std::time::Duration;
+
+/// A failed attempt of a gRPC call: a status the server answered with before committing the
+/// call (a Trailers-Only response), or a transport failure, as the application would see it
+/// ([`status`](Self::status) is what tonic turns it into).
+///
+/// What [`on_failure`](super::GrpcRetryLayer::on_failure) hooks receive, inside
+/// [`Failure`](crate::Failure):
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::tonic::GrpcFailure;
+/// use retry_kit::{Failure, Next};
+///
+/// fn log(failure: &Failure<'_, GrpcFailure>) {
+///     let status = failure.error.status();
+///     match failure.next {
+///         Next::Retry(delay) => eprintln!("{:?} ({}), retry in {delay:?}", status.code(), status.message()),
+///         _ => eprintln!("{:?} ({}), giving up", status.code(), status.message()),
+///     }
+/// }
+/// # let _ = log;
+/// ```
+pub struct GrpcFailure {
+    status: Status,
+    kind: Kind,
+    pushback: Pushback,
+    /// The Trailers-Only response as it came, handed to tonic unchanged when the call stops on
+    /// it (tonic then decodes every part of its status, binary details included). Type-erased
+    /// so that hooks name one failure type whatever the response body.
+    response: Option<Box<dyn Any + Send>>,
+}
+
+/// Where a failure happened, which decides whether repeating the attempt could act twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The server (or a proxy refusing the request) answered with a status before any
+    /// response headers: the call is not committed.
+    Answered,
+    /// Nothing reached the server: a connection that could not be made, a stream the server
+    /// refused before any application logic (`REFUSED_STREAM`). gRPC retries these
+    /// transparently.
+    NotSent,
+    /// The request may have reached the server's handler: a connection lost after it was
+    /// written, a proxy's 502 or 504. The outcome is unknown.
+    MaybeProcessed,
+    /// A failure that is not the server's: the request body failed, a protocol error.
+    Broken,
+    /// The layer did not send the attempt: the deadline had passed, the request messages
+    /// outgrew the buffer while another attempt sent them, the breaker refused. Rare races:
+    /// the engine checks the deadline and the buffer before it starts an attempt. Such a
+    /// failure is idempotent-only and never repeated: a hedged call then waits for the
+    /// attempts still running (a permanent class would cancel them).
+    NotSentByLayer,
+    /// The call's deadline passed while the attempt ran.
+    DeadlineExceeded,
+}
+
+impl GrpcFailure {
+    /// The status the application sees for this attempt: the server's (its code, message and
+    /// metadata, `grpc-retry-pushback-ms` included), or what tonic makes of a transport
+    /// error.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::Failure;
+    /// use retry_kit::tonic::GrpcFailure;
+    ///
+    /// fn pushed_back(failure: &Failure<'_, GrpcFailure>) -> bool {
+    ///     failure.error.status().metadata().contains_key("grpc-retry-pushback-ms")
+    /// }
+    /// # let _ = pushed_back;
+    /// ```
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+
+    /// The status code ([`status`](Self::status)`.code()`).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::Failure;
+    /// use retry_kit::tonic::GrpcFailure;
+    /// use tonic::Code;
+    ///
+    /// fn overloaded(failure: &Failure<'_, GrpcFailure>) -> bool {
+    ///     failure.error.code() == Code::ResourceExhausted
+    /// }
+    /// # let _ = overloaded;
+    /// ```
+    pub fn code(&self) -> Code {
+        self.status.code()
+    }
+
+    /// Whether the server answered with this status (a Trailers-Only response), rather than
+    /// the attempt failing on the way (a connection, the deadline).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::Failure;
+    /// use retry_kit::tonic::GrpcFailure;
+    ///
+    /// fn describe(failure: &Failure<'_, GrpcFailure>) -> &'static str {
+    ///     if failure.error.is_answer() { "the server refused" } else { "the call failed on the way" }
+    /// }
+    /// # let _ = describe;
+    /// ```
+    pub fn is_answer(&self) -> bool {
+        self.kind == Kind::Answered
+    }
+
+    /// A status the server (or a proxy) answered with, in a Trailers-Only response.
+    pub(crate) fn answered<B: Send + 'static>(
+        response: ::http::Response<B>,
+        code: Code,
+        kind: Kind,
+    ) -> Self {
+        let status = super::wire::status_of(response.headers(), code);
+        GrpcFailure {
+            pushback: pushback(status.metadata()),
+            status,
+            kind,
+            response: Some(Box::new(response)),
+        }
+    }
+
+    /// The inner service's error, as tonic will report it.
+    pub(crate) fn transport(error: BoxError) -> Self {
+        let kind = transport_kind(&*error);
+        GrpcFailure {
+            status: Status::from_error(error),
+            kind,
+            pushback: Pushback::Absent,
+            response: None,
+        }
+    }
+
+    /// An attempt the layer did not send.
+    pub(crate) fn not_sent(status: Status) -> Self {
+        GrpcFailure {
+            status,
+            kind: Kind::NotSentByLayer,
+            pushback: Pushback::Absent,
+            response: None,
+        }
+    }
+
+    /// What the call returns when the loop stops on this failure: the server's own response
+    /// if it answered, else the status as an error (which tonic takes as it is).
+    pub(crate) fn into_result<B: 'static>(self) -> Result<::http::Response<B>, BoxError> {
+        if let Some(response) = self.response {
+            if let Ok(response) = response.downcast::<::http::Response<B>>() {
+                return Ok(*response);
+            }
+        }
+        Err(Box::new(self.status))
+    }
+
+    /// The class under `rule`. An answered status follows the rule; a failure on the way
+    /// follows where it happened: nothing sent is safe to repeat (transparently, as gRPC
+    /// does, whatever the codes listed), a possibly processed request is an unknown outcome.
+    fn class_under(&self, rule: Rule) -> ErrorClass {
+        match (self.kind, rule) {
+            (Kind::Answered, Rule::Table) => self.status.class(),
+            (Kind::Answered, Rule::Listed(codes)) if codes.contains(self.code()) => {
+                // A listed code: tried again, unless the server's pushback forbids it (the
+                // classifier then says it cannot be repeated). Still a failure either way:
+                // A6 charges the throttling tokens for both.
+                ErrorClass::Transient
+            }
+            (Kind::Answered, Rule::Listed(_)) => ErrorClass::Permanent,
+            (Kind::NotSent, _) => ErrorClass::Transient,
+            (Kind::MaybeProcessed | Kind::DeadlineExceeded | Kind::NotSentByLayer, _) => {
+                ErrorClass::IdempotentOnly
+            }
+            (Kind::Broken, _) => ErrorClass::Permanent,
+        }
+    }
+}
+
+/// How a transport failure happened, from its source chain: the HTTP layers' reading of it
+/// (connect errors and refused connections sent nothing; resets, closes and timeouts after
+/// the request was written may have been processed), plus HTTP/2's `REFUSED_STREAM`, which
+/// the server sends before any application logic ran.
+fn transport_kind(error: &(dyn std::error::Error + 'static)) -> Kind {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.to_string().contains("refused stream before processing") {
+            return Kind::NotSent;
+        }
+        current = e.source();
+    }
+    match crate::tower::chain_class(error).0 {
+        ErrorClass::Transient => Kind::NotSent,
+        ErrorClass::IdempotentOnly => Kind::MaybeProcessed,
+        _ => Kind::Broken,
+    }
+}
+
+/// The layer's classifier: the method's rule, and whether the request messages can be sent
+/// again (asked of the replay buffer itself).
+pub(crate) struct GrpcClassifier<'b, B> {
+    pub(crate) rule: Rule,
+    pub(crate) body: &'b ReplayBody<B>,
+}
+
+impl<B> Classifier<GrpcFailure> for GrpcClassifier<'_, B> {
+    #[inline]
+    fn class(&self, failure: &GrpcFailure) -> ErrorClass {
+        failure.class_under(self.rule)
+    }
+
+    #[inline]
+    fn retry_after(&self, failure: &GrpcFailure) -> Option<Duration> {
+        match failure.pushback {
+            Pushback::RetryAfter(wait) if failure.kind == Kind::Answered => Some(wait),
+            _ => None,
+        }
+    }
+
+    const LIMITS_REPEATS: bool = true;
+
+    fn repeatable(&self, failure: &GrpcFailure) -> bool {
+        let refused = failure.pushback == Pushback::DoNotRetry;
+        !refused
+            && !matches!(failure.kind, Kind::NotSentByLayer | Kind::DeadlineExceeded)
+            && self.body.is_replayable()
+    }
+
+    // A6: "retry after exactly that delay", whatever the backoff and `maxBackoff` say.
+    const RETRY_AFTER_IS_WAIT: bool = true;
+}
+
+impl From<TimedOut> for GrpcFailure {
+    fn from(_: TimedOut) -> Self {
+        GrpcFailure {
+            status: Status::deadline_exceeded("the call's deadline passed during the attempt"),
+            kind: Kind::DeadlineExceeded,
+            pushback: Pushback::Absent,
+            response: None,
+        }
+    }
+}
+
+impl From<CircuitOpen> for GrpcFailure {
+    fn from(open: CircuitOpen) -> Self {
+        GrpcFailure::not_sent(Status::unavailable(open.to_string()))
+    }
+}
+
+impl fmt::Display for GrpcFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "gRPC status {:?}", self.status.code())?;
+        if !self.status.message().is_empty() {
+            write!(f, ": {}", self.status.message())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for GrpcFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcFailure")
+            .field("status", &self.status)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}

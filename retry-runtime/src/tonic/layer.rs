@@ -1,0 +1,274 @@
+//! [`GrpcRetryLayer`]: the builder of the gRPC front end, from a policy or a service config.
+
+use super::rules::{Method, Plan, Rule, Rules};
+use super::service::GrpcRetryService;
+use super::service_config::{self, ServiceConfigError};
+use crate::per_request::{Chosen, ForEachRequest};
+use crate::policy::RetryPolicy;
+use crate::run::{NoHook, Retry};
+use crate::{CircuitBreaker, RetryBudget};
+use std::sync::Arc;
+use tower_layer::Layer;
+
+/// How many bytes of a call's request messages are kept for replay unless
+/// [`buffer_limit`](GrpcRetryLayer::buffer_limit) says otherwise: 256 KiB.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// assert_eq!(retry_kit::tonic::DEFAULT_BUFFER_LIMIT, 256 * 1024);
+/// ```
+pub const DEFAULT_BUFFER_LIMIT: usize = 256 * 1024;
+
+/// What the layer's `Retry` starts from before a call gives it the method's policy.
+static NO_POLICY: RetryPolicy = RetryPolicy::new();
+
+/// A tower [`Layer`] that retries (or hedges) the calls of a tonic client with gRPC's own
+/// semantics (gRFC A6), over the crate's engine: the same policy arithmetic, classification,
+/// breaker, budget, hooks, `tracing` events and metrics as every other front end. See the
+/// [module docs](super) for what is retried and what is not.
+///
+/// Put it between a generated client and its channel:
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::tonic::GrpcRetryLayer;
+///
+/// let layer = GrpcRetryLayer::from_service_config(r#"{
+///     "methodConfig": [{
+///         "name": [{"service": "grpc.health.v1.Health"}],
+///         "retryPolicy": {
+///             "maxAttempts": 4,
+///             "initialBackoff": "0.1s",
+///             "maxBackoff": "1s",
+///             "backoffMultiplier": 2,
+///             "retryableStatusCodes": ["UNAVAILABLE"]
+///         },
+///         "timeout": "5s"
+///     }],
+///     "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+/// }"#)
+/// .expect("a valid service config");
+/// // let channel = tonic::transport::Endpoint::from_static("http://[::1]:50051").connect_lazy();
+/// // let client = HealthClient::new(tower::ServiceBuilder::new().layer(layer).service(channel));
+/// # let _ = layer;
+/// ```
+///
+/// The service it makes takes `http::Request<tonic::body::Body>` (what generated clients send)
+/// from any `Service<http::Request<tonic::body::Body>, Response = http::Response<B>>` whose
+/// error converts into a boxed error, a `tonic::transport::Channel` among them.
+#[derive(Clone, Debug)]
+pub struct GrpcRetryLayer<H = NoHook> {
+    pub(crate) rules: Arc<Rules>,
+    /// The hook and the name of every call; its policy is a placeholder until the call.
+    pub(crate) retry: Retry<'static, crate::run::ByTrait, H>,
+    pub(crate) circuit: Option<Chosen<CircuitBreaker>>,
+    pub(crate) budget: Option<Chosen<RetryBudget>>,
+    /// The service config's `retryThrottling`, unless `.budget(..)` replaced it.
+    pub(crate) throttling: Option<Arc<RetryBudget>>,
+    pub(crate) buffer_limit: usize,
+}
+
+impl GrpcRetryLayer {
+    /// Retry every method by `policy`, with the status codes the crate's table calls
+    /// retryable ([`code_class`](super::code_class): `UNAVAILABLE`, `RESOURCE_EXHAUSTED` and
+    /// `ABORTED`, and `DEADLINE_EXCEEDED` and `UNKNOWN` when the policy is
+    /// [`idempotent`](RetryPolicy::idempotent)), the server's pushback honoured. The policy's
+    /// `deadline`, if any, bounds each call as a `grpc-timeout` does.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::RetryPolicy;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use std::time::Duration;
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::exponential(Duration::from_millis(50)).attempts(3));
+    /// # let _ = layer;
+    /// ```
+    pub fn new(policy: RetryPolicy) -> Self {
+        let method = Method {
+            plan: Plan::Retry {
+                policy,
+                rule: Rule::Table,
+            },
+            timeout: None,
+        };
+        GrpcRetryLayer::with_rules(Rules::every_method(method))
+    }
+
+    /// Retry by a gRPC service config (its JSON form): each method by its `methodConfig`
+    /// entry (its own name, else its service's, else the empty default name; a method that no
+    /// entry names is called once), its `retryPolicy` or `hedgingPolicy` and its `timeout`,
+    /// throttled by `retryThrottling` (one [`RetryBudget`] for the layer, see
+    /// [`retry_throttling`](Self::retry_throttling)). A config that breaks one of gRFC A6's
+    /// rules is an error naming the field; `maxAttempts` above 5 is taken as 5, as A6 says.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// let hedged = GrpcRetryLayer::from_service_config(r#"{"methodConfig": [{
+    ///     "name": [{"service": "pkg.Search", "method": "Query"}],
+    ///     "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.05s",
+    ///                       "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}"#);
+    /// assert!(hedged.is_ok());
+    ///
+    /// let error = GrpcRetryLayer::from_service_config(r#"{"retryThrottling": {"maxTokens": 0,
+    ///     "tokenRatio": 0.1}}"#).unwrap_err();
+    /// assert_eq!(error.field(), "retryThrottling.maxTokens");
+    /// ```
+    pub fn from_service_config(json: &str) -> Result<Self, ServiceConfigError> {
+        service_config::parse(json).map(GrpcRetryLayer::with_rules)
+    }
+
+    fn with_rules(rules: Rules) -> Self {
+        let throttling = rules
+            .throttling
+            .map(|(tokens, ratio)| Arc::new(RetryBudget::new(tokens, ratio)));
+        GrpcRetryLayer {
+            rules: Arc::new(rules),
+            retry: Retry::new(&NO_POLICY),
+            circuit: None,
+            budget: None,
+            throttling,
+            buffer_limit: DEFAULT_BUFFER_LIMIT,
+        }
+    }
+}
+
+impl<H> GrpcRetryLayer<H> {
+    /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record, whose
+    /// error is a [`GrpcFailure`](super::GrpcFailure).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::{GrpcFailure, GrpcRetryLayer};
+    /// use retry_kit::{Failure, RetryPolicy};
+    ///
+    /// fn log(failure: &Failure<'_, GrpcFailure>) {
+    ///     eprintln!("attempt {}: {} ({:?})", failure.attempt, failure.error, failure.next);
+    /// }
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).on_failure(log);
+    /// # let _ = layer;
+    /// ```
+    pub fn on_failure<H2>(self, hook: H2) -> GrpcRetryLayer<H2> {
+        GrpcRetryLayer {
+            rules: self.rules,
+            retry: self.retry.on_failure(hook),
+            circuit: self.circuit,
+            budget: self.budget,
+            throttling: self.throttling,
+            buffer_limit: self.buffer_limit,
+        }
+    }
+
+    /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
+    /// keyed by each request's authority written `host:port`) before every attempt; a
+    /// refused first attempt fails with `UNAVAILABLE` without sending anything.
+    ///
+    /// Generated clients send requests whose URI is the path alone (the channel adds the
+    /// authority below this layer): give the client its origin
+    /// (`HealthClient::with_origin(service, "http://host:50051".parse()?)`) for a `PerKey`
+    /// to tell servers apart; without one every request has the key `""`.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use retry_kit::{CircuitBreaker, PerKey, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// static PER_SERVER: PerKey<CircuitBreaker> =
+    ///     PerKey::new(CircuitBreaker::new(5, Duration::from_secs(10)));
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).circuit(&PER_SERVER);
+    /// # let _ = layer;
+    /// ```
+    pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
+        self.circuit = Some(breaker.chosen());
+        self
+    }
+
+    /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static
+    /// PerKey<RetryBudget>` keyed by authority, as for [`circuit`](Self::circuit)) and ask it
+    /// before every retry and hedge, in place of the service config's `retryThrottling`.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use retry_kit::{RetryBudget, RetryPolicy};
+    ///
+    /// // One budget for every client of the process, named for its metrics.
+    /// static RETRIES: RetryBudget = RetryBudget::new(100, 0.1).name("grpc");
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).budget(&RETRIES);
+    /// assert!(layer.retry_throttling().is_none());
+    /// ```
+    pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
+        self.budget = Some(budget.chosen());
+        self.throttling = None;
+        self
+    }
+
+    /// Keep at most `bytes` of each call's request messages for replay (default
+    /// [`DEFAULT_BUFFER_LIMIT`]): a call whose messages outgrow it is committed to the attempt
+    /// that sent them, and never repeated.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::RetryPolicy;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// // Uploads stream large messages: keep up to 4 MiB of each call for a retry.
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).buffer_limit(4 << 20);
+    /// # let _ = layer;
+    /// ```
+    pub const fn buffer_limit(mut self, bytes: usize) -> Self {
+        self.buffer_limit = bytes;
+        self
+    }
+
+    /// The name `tracing` events and measurements give (default `"closure"`).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::RetryPolicy;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).named("inventory_grpc");
+    /// # let _ = layer;
+    /// ```
+    pub fn named(mut self, name: &'static str) -> Self {
+        self.retry = self.retry.named(name);
+        self
+    }
+
+    /// The budget the service config's `retryThrottling` made (`None` without one, or after
+    /// [`budget`](Self::budget)), shared by every service this layer makes: its tokens say
+    /// whether retries and hedges are being throttled.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// let layer = GrpcRetryLayer::from_service_config(
+    ///     r#"{"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}"#,
+    /// )
+    /// .unwrap();
+    /// let tokens = layer.retry_throttling().map(|budget| budget.tokens());
+    /// assert_eq!(tokens, Some(10.0));
+    /// ```
+    pub fn retry_throttling(&self) -> Option<&RetryBudget> {
+        self.throttling.as_deref()
+    }
+}
+
+impl<Svc, H: Clone> Layer<Svc> for GrpcRetryLayer<H> {
+    type Service = GrpcRetryService<Svc, H>;
+
+    fn layer(&self, inner: Svc) -> Self::Service {
+        GrpcRetryService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! [`GrpcRetryService`]: one gRPC call through the engine. The call's method picks its plan
+//! (one attempt, retries, or hedges); the deadline (`grpc-timeout`, the method's `timeout`,
+//! the policy's, an enclosing call's) bounds every attempt together; each attempt is the
+//! original request with a replay of its messages, `grpc-previous-rpc-attempts` and the time
+//! left; its response headers say whether it is committed.
+
+use super::failure::{GrpcClassifier, GrpcFailure, Kind};
+use super::layer::GrpcRetryLayer;
+use super::rules::{Codes, Plan, Rule};
+use super::wire::{self, Answer};
+use crate::RetryBudget;
+use crate::clock;
+use crate::error::TimedOut;
+use crate::observe;
+use crate::per_key::Lease;
+use crate::per_request::{authority_key, held};
+use crate::policy::RetryPolicy;
+use crate::run::retry::begin;
+use crate::run::shared::Shared;
+use crate::run::{Conversion, Hook, NoHook};
+use crate::tower::{BoxError, ReplayBody};
+use ::http::request::Parts;
+use ::http::{HeaderName, HeaderValue, Request, Response, Uri};
+use ::tonic::body::Body;
+use ::tonic::{Code, Status};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower_service::Service;
+
+const PREVIOUS_ATTEMPTS: HeaderName = HeaderName::from_static(wire::PREVIOUS_ATTEMPTS_KEY);
+const TIMEOUT: HeaderName = HeaderName::from_static(wire::TIMEOUT_KEY);
+
+/// The service a [`GrpcRetryLayer`] makes: `Clone` when the inner service is, its futures
+/// `Send`. Its error is the inner service's, boxed, or the [`Status`] the call ended with
+/// when no answer came (tonic reports either as that status).
+///
+/// Over a stand-in for a channel, here a server that refuses its first two requests with a
+/// Trailers-Only `UNAVAILABLE` and records each request's `grpc-previous-rpc-attempts`:
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::RetryPolicy;
+/// use retry_kit::tonic::GrpcRetryLayer;
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use tonic::body::Body;
+/// use tower_layer::Layer;
+/// use tower_service::Service;
+///
+/// #[derive(Clone, Default)]
+/// struct Refusing(Arc<Mutex<Vec<Option<String>>>>);
+///
+/// impl Service<http::Request<Body>> for Refusing {
+///     type Response = http::Response<Body>;
+///     type Error = std::convert::Infallible;
+///     type Future = std::future::Ready<Result<http::Response<Body>, Self::Error>>;
+///     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+///         std::task::Poll::Ready(Ok(()))
+///     }
+///     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+///         let previous = request.headers().get("grpc-previous-rpc-attempts");
+///         let mut seen = self.0.lock().unwrap();
+///         seen.push(previous.map(|v| v.to_str().unwrap().to_owned()));
+///         // 14 is UNAVAILABLE, 0 is OK: a status and nothing else.
+///         let code = if seen.len() < 3 { "14" } else { "0" };
+///         let response = http::Response::builder().header("grpc-status", code);
+///         std::future::ready(Ok(response.body(Body::empty()).unwrap()))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let server = Refusing::default();
+/// let layer = GrpcRetryLayer::new(RetryPolicy::fixed(Duration::from_millis(10)).attempts(3));
+/// let mut client = layer.layer(server.clone());
+/// let request = http::Request::builder().uri("/grpc.health.v1.Health/Check");
+/// let response = client.call(request.body(Body::empty()).unwrap()).await.unwrap();
+///
+/// assert_eq!(response.headers()["grpc-status"], "0");
+/// assert_eq!(*server.0.lock().unwrap(), [None, Some("1".into()), Some("2".into())]);
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct GrpcRetryService<Svc, H = NoHook> {
+    pub(crate) inner: Svc,
+    pub(crate) layer: GrpcRetryLayer<H>,
+}
+
+/// The outcome of one attempt, and of the call before it is handed to tonic.
+type Outcome<RB> = Result<Response<RB>, GrpcFailure>;
+
+impl<Svc, RB, H> Service<Request<Body>> for GrpcRetryService<Svc, H>
+where
+    Svc: Service<Request<Body>, Response = Response<RB>> + Clone + Send + 'static,
+    Svc::Future: Send,
+    Svc::Error: Into<BoxError>,
+    RB: Send + 'static,
+    H: Hook<GrpcFailure> + Clone + Send + 'static,
+    observe::Observed<H>: Hook<GrpcFailure> + Send,
+{
+    type Response = Response<RB>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        // The service driven to readiness serves the first attempt; a clone takes its place.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let layer = &self.layer;
+        let (parts, body) = request.into_parts();
+        let method = *layer.rules.for_path(parts.uri.path());
+        let deadline = earliest(
+            parts.headers.get(TIMEOUT).and_then(wire::parse_timeout),
+            method.timeout,
+        );
+        let (circuit, budget) = held(layer.circuit, layer.budget, || authority_of(&parts.uri));
+        // The service config's `retryThrottling`, unless `.budget(..)` replaced it: the call
+        // keeps the layer's budget alive, and leases it for the call.
+        let throttling = match budget {
+            Some(_) => None,
+            None => layer.throttling.clone(),
+        };
+        let (policy, rule, hedge) = match method.plan {
+            // No code is retryable for a method without a policy: A6 charges the throttling
+            // tokens for none of its failures (and refunds its successes).
+            Plan::Once => (
+                RetryPolicy::new().attempts(1),
+                Rule::Listed(Codes::default()),
+                None,
+            ),
+            Plan::Retry { policy, rule } => (policy, rule, None),
+            Plan::Hedge {
+                policy,
+                delay,
+                rule,
+            } => (policy, rule, Some(delay)),
+        };
+        let policy = match earliest(deadline, policy.total_deadline()) {
+            Some(deadline) => policy.deadline(deadline),
+            None => policy,
+        };
+        // Hedges run side by side, each on its own clone of the service.
+        let spare = hedge.map(|delay| (delay, self.inner.clone()));
+        let retry = layer.retry.clone();
+        let body = ReplayBody::new(body, layer.buffer_limit);
+        Box::pin(async move {
+            let budget = budget.or_else(|| throttling.as_deref().map(Lease::<RetryBudget>::of));
+            let protection = Shared::chosen(circuit, budget);
+            let retry = retry
+                .with_policy(&policy)
+                .with_protection(protection)
+                .classify(GrpcClassifier { rule, body: &body });
+            let (parts, body) = (&parts, &body);
+            let sleep = clock::tokio_sleep;
+            let outcome: Outcome<RB> = match spare {
+                None => {
+                    async move {
+                        begin!(retry, Outcome<RB> => call, classifier, hook);
+                        let timeout = deadline_timeout(call.time_left());
+                        let mut inner = inner;
+                        let mut ready = true;
+                        crate::retry_async!(call.after(&classifier, &mut hook) <- {
+                            let (previous, left) = (call.attempt(), call.time_left());
+                            let attempt = attempt(&mut inner, &mut ready, parts, body, previous, left);
+                            let out = call.attempt_timed(&timeout, attempt, sleep).await;
+                            call.settle::<Outcome<RB>, _>(&timeout, out)
+                        }, sleep: sleep)
+                    }
+                    .await
+                }
+                Some((delay, spare)) => {
+                    // Owns the spare service: the attempts borrow nothing that is not `Sync`.
+                    async move {
+                        begin!(retry, Outcome<RB> => call, classifier, hook);
+                        let timeout = deadline_timeout(call.time_left());
+                        let mut first = Some(inner);
+                        crate::retry_hedged!(call.after_hedged(&classifier, &mut hook) <- {
+                            let (service, ready) = match first.take() {
+                                Some(ready) => (ready, true),
+                                None => (spare.clone(), false),
+                            };
+                            let (previous, left) = (call.attempt(), call.time_left());
+                            owned_attempt(service, ready, parts, body, previous, left)
+                        }, outcome: Outcome<RB>, timeout: &timeout, then: |out| out,
+                           sleep: &sleep, hedge: delay)
+                    }
+                    .await
+                }
+            };
+            outcome.or_else(GrpcFailure::into_result)
+        })
+    }
+}
+
+/// The attempt limit that makes the deadline bound every attempt: with a deadline, each
+/// attempt is cancelled when it passes (the engine takes the smaller of this limit and the
+/// time left); without one, nothing is timed.
+fn deadline_timeout(
+    left: Option<Duration>,
+) -> Option<(Duration, Conversion<TimedOut, GrpcFailure>)> {
+    left.map(|_| {
+        (
+            Duration::MAX,
+            GrpcFailure::from as Conversion<TimedOut, GrpcFailure>,
+        )
+    })
+}
+
+/// The sooner of two optional deadlines.
+fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A request's authority as a `PerKey` key, `host:port` (the scheme's default port when it
+/// names none); `""` for a request without one (a generated client without an origin).
+fn authority_of(uri: &Uri) -> String {
+    match uri.host() {
+        Some(host) => {
+            let default_port = if uri.scheme_str() == Some("https") {
+                443
+            } else {
+                80
+            };
+            authority_key(host, uri.port_u16().unwrap_or(default_port))
+        }
+        None => String::new(),
+    }
+}
+
+/// A hedged attempt: it owns its service, since attempts run side by side.
+async fn owned_attempt<Svc, RB>(
+    mut inner: Svc,
+    mut ready: bool,
+    parts: &Parts,
+    body: &ReplayBody<Body>,
+    previous: u32,
+    left: Option<Duration>,
+) -> Outcome<RB>
+where
+    Svc: Service<Request<Body>, Response = Response<RB>>,
+    Svc::Error: Into<BoxError>,
+    RB: Send + 'static,
+{
+    attempt(&mut inner, &mut ready, parts, body, previous, left).await
+}
+
+/// One attempt: the original request with a replay of its messages, the number of attempts
+/// before it and the time left; its response headers decide between a committed answer (the
+/// call's result, whatever its trailers say later) and a status the engine may retry.
+async fn attempt<Svc, RB>(
+    inner: &mut Svc,
+    ready: &mut bool,
+    parts: &Parts,
+    body: &ReplayBody<Body>,
+    previous: u32,
+    left: Option<Duration>,
+) -> Outcome<RB>
+where
+    Svc: Service<Request<Body>, Response = Response<RB>>,
+    Svc::Error: Into<BoxError>,
+    RB: Send + 'static,
+{
+    if left == Some(Duration::ZERO) {
+        return Err(GrpcFailure::not_sent(Status::deadline_exceeded(
+            "the call's deadline passed before this attempt could start",
+        )));
+    }
+    let Some(copy) = body.replay() else {
+        return Err(GrpcFailure::not_sent(Status::unavailable(
+            "the request messages outgrew the retry buffer: the call is committed to an \
+             earlier attempt",
+        )));
+    };
+    let mut request = Request::new(Body::new(copy));
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = parts.uri.clone();
+    *request.version_mut() = parts.version;
+    *request.headers_mut() = parts.headers.clone();
+    *request.extensions_mut() = parts.extensions.clone();
+    if previous > 0 {
+        request
+            .headers_mut()
+            .insert(PREVIOUS_ATTEMPTS, HeaderValue::from(previous));
+    }
+    if let Some(left) = left {
+        request
+            .headers_mut()
+            .insert(TIMEOUT, wire::timeout_value(left));
+    }
+    if !std::mem::take(ready) {
+        if let Err(e) = std::future::poll_fn(|cx| inner.poll_ready(cx)).await {
+            return Err(GrpcFailure::transport(e.into()));
+        }
+    }
+    let response = match inner.call(request).await {
+        Ok(response) => response,
+        Err(e) => return Err(GrpcFailure::transport(e.into())),
+    };
+    match wire::answer_of(&response) {
+        Answer::Committed | Answer::Status(Code::Ok) => Ok(response),
+        Answer::Status(code) => Err(GrpcFailure::answered(response, code, Kind::Answered)),
+        Answer::MaybeProcessed(code) => {
+            Err(GrpcFailure::answered(response, code, Kind::MaybeProcessed))
+        }
+    }
+}
