@@ -7,7 +7,7 @@ use proc_macro::TokenStream;
 mod classify;
 mod errors;
 mod retryable;
-mod spelling;
+mod vocabulary;
 
 /// Rewrite a sync or async function into a retry loop.
 ///
@@ -441,4 +441,14 @@ pub fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(Classify, attributes(classify))]
 pub fn derive_classify(input: TokenStream) -> TokenStream {
     classify::derive(input.into()).into()
+}
+
+/// The vocabulary of `#[retryable]` (its key table, duration strings, suggestions and value
+/// checks) as modules of the invoking crate: how retry-runtime reads configuration files with
+/// the attribute's own keys and messages. Not public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __vocabulary(input: TokenStream) -> TokenStream {
+    let _ = input;
+    vocabulary::expand().into()
 }

@@ -1,8 +1,8 @@
 //! Suggestions for a key or a word the macro does not know: by meaning (the words other retry
 //! libraries use) and by spelling (the nearest accepted word).
 
-use super::keys;
-use crate::spelling::nearest;
+use crate::vocabulary::keys;
+use crate::vocabulary::spelling::nearest;
 use syn::{Expr, ExprLit, Lit};
 
 /// Words other retry libraries use, and the key that means the same here.
