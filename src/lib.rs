@@ -41,6 +41,7 @@ pub use retry_runtime::{
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{Classify, retryable};
 pub use retry_runtime::{PerKey, per_key};
+pub use retry_runtime::{PolicyCell, policy_cell};
 
 #[doc(hidden)]
 pub use retry_runtime::__private;

@@ -15,6 +15,7 @@
 //! | [`io`] | `Classify for std::io::Error`, and the crate's errors carried inside one |
 //! | [`fresh`] | a fresh copy of each `mut` argument for every attempt |
 //! | [`policy`] | [`RetryPolicy`], backoff shapes and [`Jitter`]: pure functions of attempt and draw |
+//! | [`policy_cell`] | [`PolicyCell`]: a policy replaced at run time, read without a lock |
 //! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
 //! | [`adaptive`] | [`AdaptivePolicy`]: attempts and delays adjusted from recent failure rate and latency |
 //! | [`observe`] | `tracing` events per failed attempt (feature `tracing`) |
@@ -55,8 +56,10 @@ pub mod per_key;
 ))]
 pub mod per_request;
 pub mod policy;
+pub mod policy_cell;
 mod rng;
 pub mod run;
+mod seqlock;
 mod sync;
 pub mod testing;
 
@@ -83,6 +86,7 @@ pub use fresh::FreshPerAttempt;
 pub use io::io_kind_class;
 pub use per_key::PerKey;
 pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
+pub use policy_cell::PolicyCell;
 pub use run::{AsBreaker, AsBudget};
 pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
 
@@ -94,4 +98,5 @@ pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
 pub mod __private {
     pub use crate::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
     pub use crate::per_key::{KeyText, KeyViaDisplay, KeyViaNothing};
+    pub use crate::run::call_policy::{PolicyProbe, PolicyViaAsPolicy, PolicyViaNothing};
 }

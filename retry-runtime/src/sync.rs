@@ -9,14 +9,18 @@
 //! it through a request), and what the models check of the table is its lock's.
 
 #[cfg(loom)]
+pub(crate) use loom::hint::spin_loop;
+#[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
 pub(crate) use loom::sync::MutexGuard;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::hint::spin_loop;
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
