@@ -38,6 +38,7 @@ pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, ErrorClass, Failure, HedgeNotIdempotent, IdempotencyKey, Jitter,
     Nested, Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
 };
+pub use retry_runtime::{BreakerSettings, BudgetSettings, FailureRatio, registry};
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{Classify, retryable};
 pub use retry_runtime::{PerKey, per_key};

@@ -22,19 +22,21 @@
 
 use crate::clock;
 use crate::error::CircuitOpen;
+use crate::registry::{BreakerRecord, BreakerStatus};
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 mod permit;
+mod reconfigure;
 mod settings;
 mod window;
 mod word;
 
 pub use permit::CircuitPermit;
 use permit::Outcome;
-use window::RatioRule;
+pub use reconfigure::{BreakerSettings, FailureRatio};
 use word::Word;
 
 /// The state of a [`CircuitBreaker`].
@@ -139,11 +141,9 @@ const BUCKETS: usize = 10;
 /// Settings are clamped rather than rejected: a threshold of 0 means 1, and
 /// `success_threshold` and `half_open_max` are capped at 65 535.
 pub struct CircuitBreaker {
-    failure_threshold: u32,
-    open_for: Duration,
-    success_threshold: u16,
-    half_open_max: u16,
-    ratio: Option<RatioRule>,
+    /// Failure threshold, `open_for`, probe counts and the failure-ratio rule, replaceable
+    /// while the breaker runs ([`set_settings`](Self::set_settings)).
+    settings: reconfigure::Words,
     hook: Option<fn(CircuitState, CircuitState)>,
     /// Called with the breaker itself, so that a `PerKey` entry's hook can tell its key.
     hook_of: Option<fn(&CircuitBreaker, CircuitState, CircuitState)>,
@@ -152,6 +152,12 @@ pub struct CircuitBreaker {
     /// The key of a `PerKey` entry, as text, when the code that made the entry knew it (the
     /// layers' `host:port`, a `#[retryable(key = ..)]` key that implements `Display`).
     key: Option<Box<str>>,
+    /// 0 until a named breaker's first call enlists it in the [`registry`](crate::registry);
+    /// 1 after, and for breakers that are not enlisted (unnamed, or a `PerKey`'s entries, which
+    /// their table lists).
+    unlisted: AtomicU32,
+    /// A named breaker's record in the registry, once enlisted.
+    record: OnceLock<Arc<BreakerRecord>>,
     /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
     state: AtomicU64,
     /// Consecutive retryable failures while closed.
@@ -206,6 +212,9 @@ impl CircuitBreaker {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Result<CircuitPermit<'_>, CircuitOpen> {
+        if self.unlisted.load(Ordering::Relaxed) == 0 {
+            self.enlist();
+        }
         let cur = self.state.load(Ordering::Acquire);
         if cur >> 62 == 0 {
             // Closed: the only check on the hot path.
@@ -230,7 +239,7 @@ impl CircuitBreaker {
                     Err(None) => cur = self.state.load(Ordering::Acquire),
                 },
                 CircuitState::HalfOpen => {
-                    if w.in_flight >= self.half_open_max {
+                    if w.in_flight >= self.probes_at_once() {
                         return Err(CircuitOpen::new(Duration::ZERO));
                     }
                     let next = Word {
@@ -251,7 +260,7 @@ impl CircuitBreaker {
     fn end_cool_down(&self, cur: u64, w: Word) -> Result<Word, Option<Duration>> {
         let now = ticks(clock::now());
         let mut until = self.open_until.load(Ordering::Acquire);
-        let longest = now.saturating_add(nanos_i64(self.open_for));
+        let longest = now.saturating_add(nanos_i64(self.open_for_now()));
         if until > longest {
             // Stamped on another clock (virtual time that ran ahead, in a test sharing this
             // static): no cool-down lasts longer than `open_for` on the clock that asks.
@@ -294,7 +303,42 @@ impl CircuitBreaker {
     fn swap(&self, cur: u64, next: Word) -> Result<(), u64> {
         self.state
             .compare_exchange(cur, next.pack(), Ordering::AcqRel, Ordering::Acquire)
-            .map(drop)
+            .map(|_| self.publish())
+    }
+
+    /// Enlist a named breaker in the registry, at its first call.
+    #[cold]
+    fn enlist(&self) {
+        #[cfg(not(loom))]
+        if let Some(name) = self.name {
+            self.record
+                .get_or_init(|| BreakerRecord::enlisted(name, self.settings()));
+            self.publish();
+        }
+        self.unlisted.store(1, Ordering::Relaxed);
+    }
+
+    /// Copy the state to the registry's record, if this breaker has one: after every change
+    /// of state, all on slow paths.
+    fn publish(&self) {
+        if let Some(record) = self.record.get() {
+            record.follow(|| self.raw_state());
+        }
+    }
+
+    /// Copy new settings to the registry's record, if this breaker has one.
+    fn publish_settings(&self, settings: BreakerSettings) {
+        if let Some(record) = self.record.get() {
+            record.set_settings(settings);
+        }
+    }
+
+    /// The state word and the end of the cool-down, as stored.
+    fn raw_state(&self) -> (u64, i64) {
+        (
+            self.state.load(Ordering::SeqCst),
+            self.open_until.load(Ordering::SeqCst),
+        )
     }
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
@@ -335,7 +379,7 @@ impl CircuitBreaker {
     #[cold]
     fn trip(&self, mut cur: u64, w: Word, release_probe: bool) -> bool {
         // Publish the end of the cool-down before the state that makes readers look at it.
-        let until = ticks(clock::now()).saturating_add(nanos_i64(self.open_for));
+        let until = ticks(clock::now()).saturating_add(nanos_i64(self.open_for_now()));
         self.open_until.store(until, Ordering::Release);
         loop {
             let now = Word::unpack(cur);
@@ -372,7 +416,7 @@ impl CircuitBreaker {
         w.phase == CircuitState::Closed
             && w.in_flight == 0
             && self.failures.load(Ordering::Relaxed) == 0
-            && (self.ratio.is_none()
+            && (!self.has_ratio()
                 || self
                     .window
                     .iter()
@@ -385,14 +429,14 @@ impl CircuitBreaker {
         if self.failures.load(Ordering::Relaxed) != 0 {
             self.failures.store(0, Ordering::Relaxed);
         }
-        if self.ratio.is_some() {
+        if self.has_ratio() {
             self.ratio_success();
         }
     }
 
     #[cold]
     fn ratio_success(&self) {
-        if let Some(rule) = self.ratio {
+        if let Some(rule) = self.ratio() {
             self.window_record(rule, false);
         }
     }
@@ -412,8 +456,9 @@ impl CircuitBreaker {
             }) {
             Ok(n) | Err(n) => n.saturating_add(1),
         };
-        let mut open = failures >= self.failure_threshold;
-        if let Some(rule) = self.ratio {
+        let (threshold, ratio) = self.rules();
+        let mut open = failures >= threshold;
+        if let Some(rule) = ratio {
             let (calls, failed) = self.window_record(rule, true);
             open |= calls >= u64::from(rule.min_calls)
                 && failed.saturating_mul(1_000_000) >= rule.ppm.saturating_mul(calls);
@@ -448,7 +493,7 @@ impl CircuitBreaker {
                 Outcome::Neither => freed,
                 Outcome::Success => {
                     let successes = w.successes.saturating_add(1);
-                    if successes >= self.success_threshold {
+                    if successes >= self.successes_to_close() {
                         Word {
                             phase: CircuitState::Closed,
                             generation: w.next_generation(),
@@ -483,17 +528,75 @@ impl CircuitBreaker {
 impl fmt::Debug for CircuitBreaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = Word::unpack(self.state.load(Ordering::Acquire));
+        let settings = self.settings();
         f.debug_struct("CircuitBreaker")
             .field("name", &self.name)
             .field("phase", &w.phase)
             .field("failures", &self.failures.load(Ordering::Relaxed))
             .field("probes_in_flight", &w.in_flight)
-            .field("failure_threshold", &self.failure_threshold)
-            .field("open_for", &self.open_for)
-            .field("success_threshold", &self.success_threshold)
-            .field("half_open_max", &self.half_open_max)
-            .field("failure_ratio", &self.ratio.map(|r| r.ppm as f64 / 1e6))
+            .field("failure_threshold", &settings.failure_threshold)
+            .field("open_for", &settings.open_for)
+            .field("success_threshold", &settings.success_threshold)
+            .field("half_open_max", &settings.half_open_max)
+            .field("failure_ratio", &settings.failure_ratio.map(|r| r.ratio))
             .finish_non_exhaustive()
+    }
+}
+
+impl CircuitBreaker {
+    /// This breaker's state, settings, name and key now, as [`registry::snapshot`](crate::registry::snapshot) lists it.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::{CircuitBreaker, CircuitState};
+    /// use std::time::Duration;
+    ///
+    /// let breaker = CircuitBreaker::new(2, Duration::from_secs(5)).name("db");
+    /// let status = breaker.status();
+    /// assert_eq!((status.name, status.state, status.retry_after), (Some("db"), CircuitState::Closed, None));
+    /// ```
+    pub fn status(&self) -> BreakerStatus {
+        let (word, until) = self.raw_state();
+        status_of(
+            self.label(),
+            self.key().map(str::to_owned),
+            word,
+            until,
+            self.settings(),
+        )
+    }
+}
+
+/// A breaker's status from its state word, the end of its cool-down and its settings: what
+/// the next call would find, read without changing anything.
+pub(crate) fn status_of(
+    name: Option<&'static str>,
+    key: Option<String>,
+    word: u64,
+    until: i64,
+    settings: BreakerSettings,
+) -> BreakerStatus {
+    let w = Word::unpack(word);
+    let (state, retry_after) = match w.phase {
+        CircuitState::Open => {
+            let now = ticks(clock::now());
+            // No cool-down lasts longer than `open_for` on the clock that asks.
+            let until = until.min(now.saturating_add(nanos_i64(settings.open_for)));
+            if now < until {
+                let left = Duration::from_nanos(until.abs_diff(now));
+                (CircuitState::Open, Some(left))
+            } else {
+                (CircuitState::HalfOpen, None)
+            }
+        }
+        phase => (phase, None),
+    };
+    BreakerStatus {
+        name,
+        key,
+        state,
+        retry_after,
+        settings,
     }
 }
 

@@ -22,6 +22,7 @@
 //! | `meter` | (feature `metrics`) attempts, delays, stops and breaker states through `metrics` |
 //! | [`breaker`] | [`CircuitBreaker`]: stop calling a dependency that keeps failing |
 //! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
+//! | [`registry`] | [`registry::snapshot`]: every named breaker and budget, and every `PerKey` entry, with its state |
 //! | [`per_key`] | [`PerKey`]: one breaker or budget per host, partition or tenant |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
@@ -57,6 +58,7 @@ pub mod per_key;
 pub mod per_request;
 pub mod policy;
 pub mod policy_cell;
+pub mod registry;
 mod rng;
 pub mod run;
 mod seqlock;
@@ -77,8 +79,8 @@ pub mod tower;
 pub use retry_macros::{Classify, retryable};
 
 pub use adaptive::AdaptivePolicy;
-pub use breaker::{CircuitBreaker, CircuitPermit, CircuitState};
-pub use budget::RetryBudget;
+pub use breaker::{BreakerSettings, CircuitBreaker, CircuitPermit, CircuitState, FailureRatio};
+pub use budget::{BudgetSettings, RetryBudget};
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};

@@ -1,0 +1,157 @@
+//! `registry::snapshot()`: every named breaker and budget that has been used, with its state,
+//! and (feature `serde`) the JSON a health endpoint serves. Every test names its own breakers:
+//! the registry is the process's, shared by the tests running beside each other.
+#![deny(warnings, unused_qualifications)]
+
+use retry_kit::registry::{self, BreakerStatus, BudgetStatus};
+use retry_kit::{
+    BreakerSettings, BudgetSettings, CircuitBreaker, CircuitOpen, CircuitState, Classify,
+    RetryBudget, retryable, testing,
+};
+use std::time::Duration;
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+fn breaker(name: &str) -> Option<BreakerStatus> {
+    registry::snapshot()
+        .breakers
+        .into_iter()
+        .find(|b| b.name == Some(name))
+}
+
+fn budget(name: &str) -> Option<BudgetStatus> {
+    registry::snapshot()
+        .budgets
+        .into_iter()
+        .find(|b| b.name == Some(name))
+}
+
+#[derive(Debug, Classify)]
+enum Down {
+    #[classify(transient)]
+    Unavailable,
+    #[classify(delegate)]
+    Open(CircuitOpen),
+}
+
+impl From<CircuitOpen> for Down {
+    fn from(open: CircuitOpen) -> Self {
+        Down::Open(open)
+    }
+}
+
+#[test]
+fn a_named_breaker_is_listed_once_used_with_its_state() {
+    static INVENTORY: CircuitBreaker =
+        CircuitBreaker::new(2, Duration::from_secs(30)).name("registry-inventory");
+
+    #[retryable(attempts = 1, circuit = INVENTORY)]
+    fn fetch() -> Result<(), Down> {
+        Err(Down::Unavailable)
+    }
+
+    assert_eq!(breaker("registry-inventory"), None, "not used yet");
+    testing::record_sleeps(|| {
+        let _ = fetch();
+        let listed = breaker("registry-inventory").expect("listed after its first call");
+        assert_eq!(listed.state, CircuitState::Closed);
+        assert_eq!(listed.settings, BreakerSettings::new(2, S(30)));
+        assert_eq!(listed.key, None);
+
+        let _ = fetch();
+        let listed = breaker("registry-inventory").unwrap();
+        assert_eq!(listed.state, CircuitState::Open);
+        // Virtual time stands still: the whole cool-down is left.
+        assert_eq!(listed.retry_after, Some(S(30)));
+        assert_eq!(listed, INVENTORY.status());
+    });
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_open_breaker_past_its_cool_down_is_listed_as_the_next_call_finds_it() {
+    static LEDGER: CircuitBreaker =
+        CircuitBreaker::new(1, Duration::from_secs(10)).name("registry-ledger");
+    LEDGER.try_acquire().unwrap().failed();
+    tokio::time::advance(S(4)).await;
+    assert_eq!(breaker("registry-ledger").unwrap().retry_after, Some(S(6)));
+    tokio::time::advance(S(6)).await;
+    let listed = breaker("registry-ledger").unwrap();
+    assert_eq!(
+        (listed.state, listed.retry_after),
+        (CircuitState::HalfOpen, None)
+    );
+}
+
+#[test]
+fn unnamed_breakers_and_budgets_are_not_listed() {
+    let before = registry::snapshot();
+    let anonymous = CircuitBreaker::new(1, S(1));
+    anonymous.try_acquire().unwrap().succeeded();
+    RetryBudget::new(3, 1.0).record_failure();
+    let after = registry::snapshot();
+    assert!(after.breakers.iter().all(|b| b.name.is_some()));
+    assert!(after.budgets.iter().all(|b| b.name.is_some()));
+    assert!(after.breakers.len() >= before.breakers.len());
+}
+
+#[test]
+fn a_named_breaker_that_goes_away_leaves_the_registry() {
+    let local = CircuitBreaker::new(1, S(1)).name("registry-local");
+    local.try_acquire().unwrap().succeeded();
+    assert!(breaker("registry-local").is_some());
+    // Moved, then dropped: the registry never pointed at it, only at its record.
+    let moved = Box::new(local);
+    assert!(breaker("registry-local").is_some());
+    drop(moved);
+    assert_eq!(breaker("registry-local"), None);
+}
+
+#[test]
+fn a_named_budget_is_listed_with_its_tokens_and_settings() {
+    static SEARCH: RetryBudget = RetryBudget::new(10, 0.5).name("registry-search");
+    SEARCH.record_success();
+    let listed = budget("registry-search").expect("listed after its first use");
+    assert_eq!((listed.tokens, listed.allows_retry), (10.0, true));
+    for _ in 0..6 {
+        SEARCH.record_failure();
+    }
+    SEARCH.record_success();
+    let listed = budget("registry-search").unwrap();
+    assert_eq!((listed.tokens, listed.allows_retry), (4.5, false));
+
+    SEARCH.set_settings(BudgetSettings::new(20, 1.0));
+    let listed = budget("registry-search").unwrap();
+    assert_eq!(listed.tokens, 9.0);
+    assert_eq!(listed.settings, BudgetSettings::new(20, 1.0));
+    assert_eq!(listed, SEARCH.status());
+}
+
+/// Two threads trip, probe and close one breaker and drain and refill one budget at once: when
+/// they stop, what the registry lists is the breaker's and the budget's last state.
+#[test]
+fn the_listing_ends_equal_to_the_state_after_concurrent_changes() {
+    static FLAKY: CircuitBreaker = CircuitBreaker::new(1, Duration::ZERO).name("registry-flaky");
+    static SHARED: RetryBudget = RetryBudget::new(50, 0.7).name("registry-shared");
+    std::thread::scope(|scope| {
+        for t in 0..2 {
+            scope.spawn(move || {
+                for i in 0..5_000 {
+                    if let Ok(permit) = FLAKY.try_acquire() {
+                        if (i + t) % 3 == 0 {
+                            permit.failed();
+                        } else {
+                            permit.succeeded();
+                        }
+                    }
+                    if (i + t) % 2 == 0 {
+                        SHARED.record_failure();
+                    } else {
+                        SHARED.record_success();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(breaker("registry-flaky").unwrap(), FLAKY.status());
+    assert_eq!(budget("registry-shared").unwrap(), SHARED.status());
+}
