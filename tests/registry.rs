@@ -155,3 +155,46 @@ fn the_listing_ends_equal_to_the_state_after_concurrent_changes() {
     assert_eq!(breaker("registry-flaky").unwrap(), FLAKY.status());
     assert_eq!(budget("registry-shared").unwrap(), SHARED.status());
 }
+
+#[cfg(feature = "serde")]
+#[test]
+fn a_snapshot_serializes_as_a_health_endpoint_shows_it() {
+    static PAYMENTS: CircuitBreaker =
+        CircuitBreaker::new(1, Duration::from_secs(30)).name("registry-json-payments");
+    static QUOTES: RetryBudget = RetryBudget::new(100, 0.1).name("registry-json-quotes");
+    testing::record_sleeps(|| {
+        PAYMENTS.try_acquire().unwrap().failed();
+        QUOTES.record_failure();
+        let json = serde_json::to_value(registry::snapshot()).unwrap();
+        let payments = json["breakers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["name"] == "registry-json-payments")
+            .unwrap();
+        assert_eq!(
+            *payments,
+            serde_json::json!({
+                "name": "registry-json-payments",
+                "state": "open",
+                "retry_after": "30s",
+                "settings": {"failure_threshold": 1, "open_for": "30s", "success_threshold": 1, "half_open_max": 1}
+            })
+        );
+        let quotes = json["budgets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["name"] == "registry-json-quotes")
+            .unwrap();
+        assert_eq!(
+            *quotes,
+            serde_json::json!({
+                "name": "registry-json-quotes",
+                "tokens": 99.0,
+                "allows_retry": true,
+                "settings": {"max_tokens": 100, "token_ratio": 0.1}
+            })
+        );
+    });
+}

@@ -66,10 +66,8 @@ fn words() -> TokenStream {
                     .iter()
                     .map(|(word, variant)| (*word, Ident::new(variant, Span::call_site())))
                     .unzip();
-                let name = key.name;
                 Some(quote! {
                     impl crate::config::Word for crate::#runtime {
-                        const KEY: &'static str = #name;
                         fn word(self) -> &'static str {
                             match self {
                                 #(crate::#runtime::#variant => #text,)*

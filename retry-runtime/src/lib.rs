@@ -24,6 +24,7 @@
 //! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
 //! | [`registry`] | [`registry::snapshot`]: every named breaker and budget, and every `PerKey` entry, with its state |
 //! | [`per_key`] | [`PerKey`]: one breaker or budget per host, partition or tenant |
+//! | `config` | (feature `serde`) policies and settings in configuration files, snapshots as JSON |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`], [`testing::record_sleeps_async`] and [`testing::seed_jitter`] |
@@ -41,6 +42,8 @@ pub mod breaker;
 pub mod budget;
 pub mod class;
 pub mod clock;
+#[cfg(feature = "serde")]
+mod config;
 pub mod context;
 pub mod error;
 #[cfg(feature = "faults")]

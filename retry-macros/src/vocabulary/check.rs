@@ -63,7 +63,12 @@ pub(crate) fn factor(key: &Key, m: f64) -> Result<f64, String> {
 
 /// A duration string, exactly (see [`parse_duration`]).
 pub(crate) fn duration(key: &Key, text: &str) -> Result<Duration, String> {
-    parse_duration(text).map_err(|why| format!("`{}`: {why}", key.name))
+    duration_of(key.name, text)
+}
+
+/// A duration string given to the setting `name` (a key, or a field of a breaker's settings).
+pub(crate) fn duration_of(name: &str, text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|why| format!("`{name}`: {why}"))
 }
 
 /// The runtime variant that `text` names among `key`'s words, or what it should have been.

@@ -360,6 +360,55 @@ pub(crate) const KEYS: &[Key] = &[
     },
 ];
 
+/// Words other retry libraries use, and the key that means the same here (`"timeout"`: either
+/// `attempt_timeout` or `deadline`, which the suggestion spells out).
+pub(crate) const SYNONYMS: &[(&str, &str)] = &[
+    ("retries", "attempts"),
+    ("max_retries", "attempts"),
+    ("max_retry", "attempts"),
+    ("num_retries", "attempts"),
+    ("retry_count", "attempts"),
+    ("max_attempts", "attempts"),
+    ("max_attempt", "attempts"),
+    ("tries", "attempts"),
+    ("max_tries", "attempts"),
+    ("times", "attempts"),
+    ("delay", "base"),
+    ("initial_delay", "base"),
+    ("min_delay", "base"),
+    ("initial_backoff", "base"),
+    ("initial_interval", "base"),
+    ("interval", "base"),
+    ("wait", "base"),
+    ("step", "base"),
+    ("max_backoff", "max_delay"),
+    ("max_interval", "max_delay"),
+    ("max_wait", "max_delay"),
+    ("cap", "max_delay"),
+    ("timeout", "timeout"),
+    ("total_timeout", "deadline"),
+    ("max_elapsed_time", "deadline"),
+    ("max_elapsed", "deadline"),
+    ("max_duration", "deadline"),
+    ("factor", "multiplier"),
+    ("backoff_factor", "multiplier"),
+    ("exponent", "multiplier"),
+    ("on_retry", "on_failure"),
+    ("on_error", "on_failure"),
+    ("notify", "on_failure"),
+    ("breaker", "circuit"),
+    ("circuit_breaker", "circuit"),
+    ("strategy", "backoff"),
+    ("randomize", "jitter"),
+    ("retry_on", "classify"),
+    ("classifier", "classify"),
+    ("when", "classify"),
+    ("hedging", "hedge"),
+    ("hedge_after", "hedge"),
+    ("hedge_delay", "hedge"),
+    ("speculative", "hedge"),
+];
+
 /// The key named `name`.
 pub(crate) fn find(name: &str) -> Option<&'static Key> {
     KEYS.iter().find(|k| k.name == name)
