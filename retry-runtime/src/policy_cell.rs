@@ -135,6 +135,26 @@ impl AsPolicy for PolicyCell {
     }
 }
 
+/// Where a layer finds the policy of each request: its own, or what a cell holds then.
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PolicySource {
+    Own(RetryPolicy),
+    Cell(&'static PolicyCell),
+}
+
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl PolicySource {
+    /// The policy for a request starting now.
+    #[inline]
+    pub(crate) fn current(&self) -> RetryPolicy {
+        match self {
+            PolicySource::Own(policy) => *policy,
+            PolicySource::Cell(cell) => cell.get(),
+        }
+    }
+}
+
 const fn encode(p: &RetryPolicy) -> [u64; WORDS] {
     let backoff = match p.backoff {
         Backoff::Exponential => 0u64,
