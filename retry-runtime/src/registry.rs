@@ -14,7 +14,7 @@
 //! record does too, and the registry forgets it.
 //!
 //! Tables of entries ([`PerKey`](crate::PerKey)) list their live entries themselves, with their
-//! keys, through the crate-private [`Listed`] trait.
+//! keys, through a crate-private trait.
 
 use crate::CircuitState;
 use crate::breaker::BreakerSettings;
