@@ -22,18 +22,20 @@
 
 use crate::clock;
 use crate::error::CircuitOpen;
-use crate::registry::{BreakerRecord, BreakerStatus};
+use crate::registry::Listing;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod listing;
 mod permit;
 mod reconfigure;
 mod settings;
 mod window;
 mod word;
 
+pub(crate) use listing::status_of;
 pub use permit::CircuitPermit;
 use permit::Outcome;
 pub use reconfigure::{BreakerSettings, FailureRatio};
@@ -152,12 +154,9 @@ pub struct CircuitBreaker {
     /// The key of a `PerKey` entry, as text, when the code that made the entry knew it (the
     /// layers' `host:port`, a `#[retryable(key = ..)]` key that implements `Display`).
     key: Option<Box<str>>,
-    /// 0 until a named breaker's first call enlists it in the [`registry`](crate::registry);
-    /// 1 after, and for breakers that are not enlisted (unnamed, or a `PerKey`'s entries, which
-    /// their table lists).
-    unlisted: AtomicU32,
-    /// A named breaker's record in the registry, once enlisted.
-    record: OnceLock<Arc<BreakerRecord>>,
+    /// Its place in the [`registry`](crate::registry): a named breaker is enlisted by its first
+    /// call.
+    listing: Listing<CircuitBreaker>,
     /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
     state: AtomicU64,
     /// Consecutive retryable failures while closed.
@@ -212,7 +211,7 @@ impl CircuitBreaker {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Result<CircuitPermit<'_>, CircuitOpen> {
-        if self.unlisted.load(Ordering::Relaxed) == 0 {
+        if self.listing.pending() {
             self.enlist();
         }
         let cur = self.state.load(Ordering::Acquire);
@@ -304,41 +303,6 @@ impl CircuitBreaker {
         self.state
             .compare_exchange(cur, next.pack(), Ordering::AcqRel, Ordering::Acquire)
             .map(|_| self.publish())
-    }
-
-    /// Enlist a named breaker in the registry, at its first call.
-    #[cold]
-    fn enlist(&self) {
-        #[cfg(not(loom))]
-        if let Some(name) = self.name {
-            self.record
-                .get_or_init(|| BreakerRecord::enlisted(name, self.settings()));
-            self.publish();
-        }
-        self.unlisted.store(1, Ordering::Relaxed);
-    }
-
-    /// Copy the state to the registry's record, if this breaker has one: after every change
-    /// of state, all on slow paths.
-    fn publish(&self) {
-        if let Some(record) = self.record.get() {
-            record.follow(|| self.raw_state());
-        }
-    }
-
-    /// Copy new settings to the registry's record, if this breaker has one.
-    fn publish_settings(&self, settings: BreakerSettings) {
-        if let Some(record) = self.record.get() {
-            record.set_settings(settings);
-        }
-    }
-
-    /// The state word and the end of the cool-down, as stored.
-    fn raw_state(&self) -> (u64, i64) {
-        (
-            self.state.load(Ordering::SeqCst),
-            self.open_until.load(Ordering::SeqCst),
-        )
     }
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
@@ -540,63 +504,6 @@ impl fmt::Debug for CircuitBreaker {
             .field("half_open_max", &settings.half_open_max)
             .field("failure_ratio", &settings.failure_ratio.map(|r| r.ratio))
             .finish_non_exhaustive()
-    }
-}
-
-impl CircuitBreaker {
-    /// This breaker's state, settings, name and key now, as [`registry::snapshot`](crate::registry::snapshot) lists it.
-    ///
-    /// ```
-    /// # extern crate retry_runtime as retry_kit;
-    /// use retry_kit::{CircuitBreaker, CircuitState};
-    /// use std::time::Duration;
-    ///
-    /// let breaker = CircuitBreaker::new(2, Duration::from_secs(5)).name("db");
-    /// let status = breaker.status();
-    /// assert_eq!((status.name, status.state, status.retry_after), (Some("db"), CircuitState::Closed, None));
-    /// ```
-    pub fn status(&self) -> BreakerStatus {
-        let (word, until) = self.raw_state();
-        status_of(
-            self.label(),
-            self.key().map(str::to_owned),
-            word,
-            until,
-            self.settings(),
-        )
-    }
-}
-
-/// A breaker's status from its state word, the end of its cool-down and its settings: what
-/// the next call would find, read without changing anything.
-pub(crate) fn status_of(
-    name: Option<&'static str>,
-    key: Option<String>,
-    word: u64,
-    until: i64,
-    settings: BreakerSettings,
-) -> BreakerStatus {
-    let w = Word::unpack(word);
-    let (state, retry_after) = match w.phase {
-        CircuitState::Open => {
-            let now = ticks(clock::now());
-            // No cool-down lasts longer than `open_for` on the clock that asks.
-            let until = until.min(now.saturating_add(nanos_i64(settings.open_for)));
-            if now < until {
-                let left = Duration::from_nanos(until.abs_diff(now));
-                (CircuitState::Open, Some(left))
-            } else {
-                (CircuitState::HalfOpen, None)
-            }
-        }
-        phase => (phase, None),
-    };
-    BreakerStatus {
-        name,
-        key,
-        state,
-        retry_after,
-        settings,
     }
 }
 

@@ -1,11 +1,10 @@
 //! [`RetryBudget`]: a shared bound on how much retrying all callers of a dependency do together,
 //! by gRPC's retry-throttling rule.
 
-use crate::registry::BudgetRecord;
+use crate::registry::Listing;
 use crate::seqlock::Seqlock;
 use crate::sync::{AtomicU32, AtomicU64, Ordering, const_unless_loom};
 use std::fmt;
-use std::sync::{Arc, OnceLock};
 
 mod reconfigure;
 
@@ -91,11 +90,9 @@ pub struct RetryBudget {
     name: Option<&'static str>,
     /// A `PerKey` entry's key, as text, when the code that made the entry knew it.
     key: Option<Box<str>>,
-    /// 0 until a named budget's first use enlists it in the [`registry`](crate::registry); 1
-    /// after, and for budgets that are not enlisted (unnamed, or a `PerKey`'s entries).
-    unlisted: AtomicU32,
-    /// A named budget's record in the registry, once enlisted.
-    record: OnceLock<Arc<BudgetRecord>>,
+    /// Its place in the [`registry`](crate::registry): a named budget is enlisted by its first
+    /// use.
+    listing: Listing<RetryBudget>,
 }
 
 impl RetryBudget {
@@ -108,8 +105,7 @@ impl RetryBudget {
                 tokens: AtomicU64::new(words[MAX]),
                 name: None,
                 key: None,
-                unlisted: AtomicU32::new(1),
-                record: OnceLock::new(),
+                listing: Listing::new(false),
             }
         }
     }
@@ -128,7 +124,7 @@ impl RetryBudget {
         pub const fn name(mut self, name: &'static str) -> Self {
             self.name = Some(name);
             // Enlisted in the registry by its first use.
-            self.unlisted = AtomicU32::new(0);
+            self.listing.pending = AtomicU32::new(0);
             self
         }
     }
@@ -147,8 +143,7 @@ impl RetryBudget {
             name: self.name,
             key: None,
             // The table it belongs to lists it, with its key.
-            unlisted: AtomicU32::new(1),
-            record: OnceLock::new(),
+            listing: Listing::new(false),
         }
     }
 
@@ -181,7 +176,7 @@ impl RetryBudget {
     /// Take one token for a failed attempt of a retryable class (none below 0).
     #[inline]
     pub fn record_failure(&self) {
-        if self.unlisted.load(Ordering::Relaxed) == 0 {
+        if self.listing.pending() {
             self.enlist();
         }
         let taken = self
@@ -197,7 +192,7 @@ impl RetryBudget {
     /// Put back `token_ratio` tokens for a successful attempt (none above `max_tokens`).
     #[inline]
     pub fn record_success(&self) {
-        if self.unlisted.load(Ordering::Relaxed) == 0 {
+        if self.listing.pending() {
             self.enlist();
         }
         let (ratio, max) = (self.settings.word(RATIO), self.settings.word(MAX));
@@ -217,21 +212,14 @@ impl RetryBudget {
     /// Enlist a named budget in the registry, at its first use.
     #[cold]
     fn enlist(&self) {
-        #[cfg(not(loom))]
-        if let Some(name) = self.name {
-            self.record
-                .get_or_init(|| BudgetRecord::enlisted(name, self.settings()));
-            self.publish();
-        }
-        self.unlisted.store(1, Ordering::Relaxed);
+        self.listing
+            .enlist(self.name, || self.settings(), || [self.raw_tokens(), 0]);
     }
 
     /// Copy the tokens to the registry's record, if this budget has one.
     #[inline]
     fn publish(&self) {
-        if let Some(record) = self.record.get() {
-            record.follow(|| self.raw_tokens());
-        }
+        self.listing.publish(|| [self.raw_tokens(), 0]);
     }
 
     /// The tokens as stored, in millionths.

@@ -17,14 +17,11 @@
 //! keys, through a crate-private trait.
 
 use crate::CircuitState;
-use crate::breaker::BreakerSettings;
-#[cfg(doc)]
-use crate::breaker::CircuitBreaker;
-use crate::budget::BudgetSettings;
-#[cfg(doc)]
-use crate::budget::RetryBudget;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use crate::breaker::{BreakerSettings, CircuitBreaker};
+use crate::budget::{BudgetSettings, RetryBudget};
+use crate::sync::{AtomicU32, const_unless_loom};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 /// Every named breaker and budget that has been used, and every live `PerKey` entry, with its
@@ -168,108 +165,151 @@ fn lists() -> std::sync::MutexGuard<'static, Vec<Enlisted>> {
     LISTS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A named breaker's record: its state word, the end of its cool-down and its settings, as the
-/// breaker last published them.
-pub(crate) struct BreakerRecord {
-    name: &'static str,
-    word: AtomicU64,
-    until: AtomicI64,
-    settings: Mutex<BreakerSettings>,
+/// A breaker's or budget's place in the registry: whether its first use is still to enlist
+/// it, and its record once enlisted.
+pub(crate) struct Listing<T: Recorded> {
+    /// 0 until a named breaker's or budget's first use enlists it; 1 after, and for those that
+    /// are not enlisted (unnamed, or a `PerKey`'s entries, which their table lists). Set to 0
+    /// by the `const fn` that names one, as `AtomicU32::new(0)`: replacing the whole listing
+    /// there would drop its record, which a `const fn` cannot.
+    pub(crate) pending: AtomicU32,
+    record: OnceLock<Arc<Record<T>>>,
 }
 
-impl BreakerRecord {
-    /// The record of the breaker named `name`, enlisted.
-    pub(crate) fn enlisted(name: &'static str, settings: BreakerSettings) -> Arc<Self> {
-        let record = Arc::new(BreakerRecord {
+impl<T: Recorded + 'static> Listing<T> {
+    const_unless_loom! {
+        /// To be enlisted at the first use (a named breaker or budget), or never.
+        pub(crate) const fn new(at_first_use: bool) -> Self {
+            Listing {
+                pending: AtomicU32::new(if at_first_use { 0 } else { 1 }),
+                record: OnceLock::new(),
+            }
+        }
+    }
+
+    /// Whether the first use is still to enlist it: one relaxed load, for the hot path.
+    #[inline]
+    pub(crate) fn pending(&self) -> bool {
+        self.pending.load(crate::sync::Ordering::Relaxed) == 0
+    }
+
+    /// Enlist the breaker or budget named `name` (nothing without a name), with its settings
+    /// and state words now.
+    #[cold]
+    pub(crate) fn enlist(
+        &self,
+        name: Option<&'static str>,
+        settings: impl FnOnce() -> T::Settings,
+        raw: impl Fn() -> [u64; 2],
+    ) {
+        #[cfg(not(loom))]
+        if let Some(name) = name {
+            self.record
+                .get_or_init(|| Record::enlisted(name, settings()));
+            self.publish(raw);
+        }
+        #[cfg(loom)]
+        let _ = (name, settings, raw);
+        self.pending.store(1, crate::sync::Ordering::Relaxed);
+    }
+
+    /// Copy the state words, as `raw` gives them, to the record, if there is one: after every
+    /// change of state worth listing.
+    #[inline]
+    pub(crate) fn publish(&self, raw: impl Fn() -> [u64; 2]) {
+        if let Some(record) = self.record.get() {
+            record.follow(raw);
+        }
+    }
+
+    /// Copy new settings to the record, if there is one.
+    pub(crate) fn publish_settings(&self, settings: T::Settings) {
+        if let Some(record) = self.record.get() {
+            record.set_settings(settings);
+        }
+    }
+}
+
+/// What a record copies of a breaker or a budget, and how it lists the copy.
+pub(crate) trait Recorded {
+    /// The settings, as a value.
+    type Settings: Copy + Send + 'static;
+    /// The status of the breaker or budget named `name` whose state words are `raw`.
+    fn listed(name: &'static str, raw: [u64; 2], settings: Self::Settings) -> Item;
+}
+
+/// A named breaker's or budget's record: its state words (a breaker's state word and the end
+/// of its cool-down, a budget's tokens) and its settings, as it last published them.
+struct Record<T: Recorded> {
+    name: &'static str,
+    raw: [AtomicU64; 2],
+    settings: Mutex<T::Settings>,
+}
+
+impl<T: Recorded + 'static> Record<T> {
+    /// The record of the breaker or budget named `name`, enlisted.
+    fn enlisted(name: &'static str, settings: T::Settings) -> Arc<Self> {
+        let record = Arc::new(Record::<T> {
             name,
-            word: AtomicU64::new(0),
-            until: AtomicI64::new(0),
+            raw: [AtomicU64::new(0), AtomicU64::new(0)],
             settings: Mutex::new(settings),
         });
-        let weak: Weak<BreakerRecord> = Arc::downgrade(&record);
+        let weak: Weak<Record<T>> = Arc::downgrade(&record);
         enlist(weak);
         record
     }
 
-    /// Copy the breaker's state word and cool-down end, as `read` gives them, so that the copy
-    /// ends equal to the breaker's last state even when two threads publish at once: each
-    /// checks after its store that the state did not move, and stores again if it did (the
-    /// last change's own publish, or this loop, stores last).
-    pub(crate) fn follow(&self, read: impl Fn() -> (u64, i64)) {
+    /// Copy the state words, as `read` gives them, so that the copy ends equal to the last
+    /// state even when two threads publish at once: each checks after its stores that the
+    /// state did not move, and stores again if it did (so the last change's own publish, or
+    /// this loop, stores last).
+    fn follow(&self, read: impl Fn() -> [u64; 2]) {
         loop {
-            let (word, until) = read();
-            self.word.store(word, Ordering::SeqCst);
-            self.until.store(until, Ordering::SeqCst);
-            if read() == (word, until) {
+            let raw = read();
+            for (copy, value) in self.raw.iter().zip(raw) {
+                copy.store(value, Ordering::SeqCst);
+            }
+            if read() == raw {
                 return;
             }
         }
     }
 
     /// The settings, as last set.
-    pub(crate) fn set_settings(&self, settings: BreakerSettings) {
+    fn set_settings(&self, settings: T::Settings) {
         *self.settings.lock().unwrap_or_else(PoisonError::into_inner) = settings;
     }
 }
 
-impl Listed for BreakerRecord {
+impl<T: Recorded> Listed for Record<T> {
     fn list(&self, out: &mut dyn FnMut(Item)) {
         let settings = *self.settings.lock().unwrap_or_else(PoisonError::into_inner);
-        out(Item::Breaker(crate::breaker::status_of(
-            Some(self.name),
+        let raw = [
+            self.raw[0].load(Ordering::SeqCst),
+            self.raw[1].load(Ordering::SeqCst),
+        ];
+        out(T::listed(self.name, raw, settings));
+    }
+}
+
+impl Recorded for CircuitBreaker {
+    type Settings = BreakerSettings;
+    fn listed(name: &'static str, [word, until]: [u64; 2], settings: BreakerSettings) -> Item {
+        // `until` is an `i64` of ticks, kept bit for bit.
+        let until = until as i64;
+        Item::Breaker(crate::breaker::status_of(
+            Some(name),
             None,
-            self.word.load(Ordering::SeqCst),
-            self.until.load(Ordering::SeqCst),
+            word,
+            until,
             settings,
-        )));
+        ))
     }
 }
 
-/// A named budget's record: its tokens and settings, as the budget last published them.
-pub(crate) struct BudgetRecord {
-    name: &'static str,
-    tokens: AtomicU64,
-    settings: Mutex<BudgetSettings>,
-}
-
-impl BudgetRecord {
-    /// The record of the budget named `name`, enlisted.
-    pub(crate) fn enlisted(name: &'static str, settings: BudgetSettings) -> Arc<Self> {
-        let record = Arc::new(BudgetRecord {
-            name,
-            tokens: AtomicU64::new(0),
-            settings: Mutex::new(settings),
-        });
-        let weak: Weak<BudgetRecord> = Arc::downgrade(&record);
-        enlist(weak);
-        record
-    }
-
-    /// Copy the budget's tokens, as `read` gives them (see [`BreakerRecord::follow`]).
-    pub(crate) fn follow(&self, read: impl Fn() -> u64) {
-        loop {
-            let tokens = read();
-            self.tokens.store(tokens, Ordering::SeqCst);
-            if read() == tokens {
-                return;
-            }
-        }
-    }
-
-    /// The settings, as last set.
-    pub(crate) fn set_settings(&self, settings: BudgetSettings) {
-        *self.settings.lock().unwrap_or_else(PoisonError::into_inner) = settings;
-    }
-}
-
-impl Listed for BudgetRecord {
-    fn list(&self, out: &mut dyn FnMut(Item)) {
-        let settings = *self.settings.lock().unwrap_or_else(PoisonError::into_inner);
-        out(Item::Budget(crate::budget::status_of(
-            Some(self.name),
-            None,
-            self.tokens.load(Ordering::SeqCst),
-            settings,
-        )));
+impl Recorded for RetryBudget {
+    type Settings = BudgetSettings;
+    fn listed(name: &'static str, [tokens, _]: [u64; 2], settings: BudgetSettings) -> Item {
+        Item::Budget(crate::budget::status_of(Some(name), None, tokens, settings))
     }
 }

@@ -37,7 +37,7 @@ const NO_RATIO: u64 = u64::MAX;
 /// | `failure_ratio` | `{ ratio = 0.5, window = "30s", min_calls = 20 }` | none |
 ///
 /// Built like the breaker, by `const fn`s, and kept as the breaker keeps it: thresholds of 0
-/// mean 1, counts of probes are capped at 65 535, `open_for` at 584 years, the ratio to six
+/// mean 1, counts of probes are capped at 65 535, `open_for` at 292 years, the ratio to six
 /// decimal places and the window to a multiple of ten nanoseconds.
 ///
 /// ```
@@ -201,14 +201,10 @@ fn ratio_rule(w: &[u64; WORDS]) -> Option<RatioRule> {
     })
 }
 
-/// A duration in nanoseconds, `u64::MAX` (584 years) past that.
+/// A duration in nanoseconds, as the breaker counts its cool-down (`i64::MAX`, 292 years, past
+/// that); never negative.
 const fn saturating_nanos(d: Duration) -> u64 {
-    let n = d.as_nanos();
-    if n > u64::MAX as u128 {
-        u64::MAX
-    } else {
-        n as u64
-    }
+    nanos_i64(d) as u64
 }
 
 /// The settings of a breaker built by `CircuitBreaker::new`.

@@ -5,9 +5,9 @@ use super::reconfigure::{self, HALF_OPEN_MAX, SUCCESSES};
 use super::window::RatioRule;
 use super::word::Word;
 use super::{BUCKETS, CircuitBreaker, CircuitState, clamp_u16};
+use crate::registry::Listing;
 use crate::seqlock::Seqlock;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, const_unless_loom};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 impl CircuitBreaker {
@@ -22,8 +22,7 @@ impl CircuitBreaker {
                 hook_of: None,
                 name: None,
                 key: None,
-                unlisted: AtomicU32::new(1),
-                record: OnceLock::new(),
+                listing: Listing::new(false),
                 state: AtomicU64::new(Word::CLOSED.pack()),
                 failures: AtomicU32::new(0),
                 open_until: AtomicI64::new(0),
@@ -114,7 +113,7 @@ impl CircuitBreaker {
         pub const fn name(mut self, name: &'static str) -> Self {
             self.name = Some(name);
             // Enlisted in the registry by its first call.
-            self.unlisted = AtomicU32::new(0);
+            self.listing.pending = AtomicU32::new(0);
             self
         }
     }
@@ -128,8 +127,7 @@ impl CircuitBreaker {
             name: self.name,
             key: None,
             // The table it belongs to lists it, with its key.
-            unlisted: AtomicU32::new(1),
-            record: OnceLock::new(),
+            listing: Listing::new(false),
             state: AtomicU64::new(Word::CLOSED.pack()),
             failures: AtomicU32::new(0),
             open_until: AtomicI64::new(0),

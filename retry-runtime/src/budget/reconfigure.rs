@@ -104,9 +104,7 @@ impl RetryBudget {
                 });
             *old = words;
         });
-        if let Some(record) = self.record.get() {
-            record.set_settings(self.settings());
-        }
+        self.listing.publish_settings(self.settings());
         self.publish();
     }
 }

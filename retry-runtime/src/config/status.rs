@@ -38,12 +38,7 @@ impl Serialize for Snapshot {
 impl Serialize for BreakerStatus {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        if let Some(name) = self.name {
-            map.serialize_entry("name", name)?;
-        }
-        if let Some(key) = &self.key {
-            map.serialize_entry("key", key)?;
-        }
+        identity(&mut map, self.name, self.key.as_deref())?;
         map.serialize_entry("state", &self.state)?;
         if let Some(left) = self.retry_after {
             map.serialize_entry("retry_after", &duration_text_ms(left))?;
@@ -57,15 +52,25 @@ impl Serialize for BreakerStatus {
 impl Serialize for BudgetStatus {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
-        if let Some(name) = self.name {
-            map.serialize_entry("name", name)?;
-        }
-        if let Some(key) = &self.key {
-            map.serialize_entry("key", key)?;
-        }
+        identity(&mut map, self.name, self.key.as_deref())?;
         map.serialize_entry("tokens", &self.tokens)?;
         map.serialize_entry("allows_retry", &self.allows_retry)?;
         map.serialize_entry("settings", &self.settings)?;
         map.end()
     }
+}
+
+/// The name and the key, where there are any.
+fn identity<M: SerializeMap>(
+    map: &mut M,
+    name: Option<&str>,
+    key: Option<&str>,
+) -> Result<(), M::Error> {
+    if let Some(name) = name {
+        map.serialize_entry("name", name)?;
+    }
+    if let Some(key) = key {
+        map.serialize_entry("key", key)?;
+    }
+    Ok(())
 }
