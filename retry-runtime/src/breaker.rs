@@ -154,8 +154,8 @@ pub struct CircuitBreaker {
     /// The key of a `PerKey` entry, as text, when the code that made the entry knew it (the
     /// layers' `host:port`, a `#[retryable(key = ..)]` key that implements `Display`).
     key: Option<Box<str>>,
-    /// Its place in the [`registry`](crate::registry): a named breaker is enlisted by its first
-    /// call.
+    /// Its record in the [`registry`](crate::registry), once its first call enlisted it (a named
+    /// breaker's state word starts marked [`Word::UNLISTED`] for that call to find).
     listing: Listing<CircuitBreaker>,
     /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
     state: AtomicU64,
@@ -211,9 +211,6 @@ impl CircuitBreaker {
     /// ```
     #[inline]
     pub fn try_acquire(&self) -> Result<CircuitPermit<'_>, CircuitOpen> {
-        if self.listing.pending() {
-            self.enlist();
-        }
         let cur = self.state.load(Ordering::Acquire);
         if cur >> 62 == 0 {
             // Closed: the only check on the hot path.
@@ -231,7 +228,21 @@ impl CircuitBreaker {
         loop {
             let w = Word::unpack(cur);
             match w.phase {
-                CircuitState::Closed => return Ok(CircuitPermit::new(self, w.generation, false)),
+                CircuitState::Closed => {
+                    if cur & Word::UNLISTED == Word::UNLISTED {
+                        // A named breaker's first call: enlist it, then clear the mark (a lost
+                        // race means another call cleared it, or the state moved on without it).
+                        self.enlist();
+                        let listed = cur & !Word::UNLISTED;
+                        let _ = self.state.compare_exchange(
+                            cur,
+                            listed,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        );
+                    }
+                    return Ok(CircuitPermit::new(self, w.generation, false));
+                }
                 CircuitState::Open => match self.end_cool_down(cur, w) {
                     Ok(next) => cur = next.pack(),
                     Err(Some(left)) => return Err(CircuitOpen::new(left)),
@@ -576,6 +587,10 @@ mod tests {
             ..Word::CLOSED
         };
         assert_eq!(last.next_generation(), 0);
+        // A named breaker before its first call: closed, and off the hot path's check.
+        let unlisted = Word::CLOSED.pack() | Word::UNLISTED;
+        assert_eq!(Word::unpack(unlisted), Word::CLOSED);
+        assert_ne!(unlisted >> 62, 0);
     }
 
     #[test]

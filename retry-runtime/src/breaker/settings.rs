@@ -112,8 +112,8 @@ impl CircuitBreaker {
         /// ```
         pub const fn name(mut self, name: &'static str) -> Self {
             self.name = Some(name);
-            // Enlisted in the registry by its first call.
-            self.listing.pending = AtomicU32::new(0);
+            // Enlisted in the registry by its first call, which finds the mark.
+            self.state = AtomicU64::new(Word::CLOSED.pack() | Word::UNLISTED);
             self
         }
     }
