@@ -126,15 +126,42 @@ pub(crate) enum Item {
 }
 
 /// Something that lists breakers and budgets for [`snapshot`]: a named breaker's or budget's
-/// record, or a table of entries (a `PerKey`), which lists each live entry with its key
-/// (`CircuitBreaker::status`, `RetryBudget::status`).
+/// record, a `PerKey` entry (a breaker or budget lists itself, with its key), or a whole table
+/// of entries.
 pub(crate) trait Listed: Send + Sync {
     /// Call `out` once for every breaker and budget this lists, as it is now.
     fn list(&self, out: &mut dyn FnMut(Item));
 }
 
-/// Add `list` to what [`snapshot`] lists, for as long as the program runs (a `static`).
-#[allow(dead_code)] // For `PerKey` tables reached as `&'static`.
+/// A breaker lists itself: how a `PerKey` entry is listed ([`enlist_entry`]).
+impl Listed for CircuitBreaker {
+    fn list(&self, out: &mut dyn FnMut(Item)) {
+        out(Item::Breaker(self.status()));
+    }
+}
+
+/// A budget lists itself: how a `PerKey` entry is listed ([`enlist_entry`]).
+impl Listed for RetryBudget {
+    fn list(&self, out: &mut dyn FnMut(Item)) {
+        out(Item::Budget(self.status()));
+    }
+}
+
+/// Add a `PerKey` entry to what [`snapshot`] lists, with its key (`CircuitBreaker::key`,
+/// `RetryBudget::key`), for as long as it lives: in its table, or held by a call under way
+/// after the table gave its place away. What a table calls when it makes an entry; a `Weak`,
+/// so the table keeps sole charge of its entries. (A table that churns through keys leaves
+/// dead `Weak`s behind, each holding its entry's memory until the registry next prunes: at
+/// most as many as are live, since it prunes whenever its list doubles.)
+#[allow(dead_code)] // Called by `PerKey` when it makes an entry (per_key.rs).
+pub(crate) fn enlist_entry<T: Listed + 'static>(entry: &Arc<T>) {
+    let weak: Weak<T> = Arc::downgrade(entry);
+    enlist(weak);
+}
+
+/// Add `list` to what [`snapshot`] lists, for as long as the program runs: a table of entries
+/// reached as `&'static` that lists its own live entries.
+#[allow(dead_code)] // An alternative to `enlist_entry` for a `PerKey` that lists its table.
 pub(crate) fn enlist_static(list: &'static dyn Listed) {
     lists().push(Enlisted::Static(list));
 }
@@ -311,5 +338,52 @@ impl Recorded for RetryBudget {
     type Settings = BudgetSettings;
     fn listed(name: &'static str, [tokens, _]: [u64; 2], settings: BudgetSettings) -> Item {
         Item::Budget(crate::budget::status_of(Some(name), None, tokens, settings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(name: &str) -> Vec<(Option<String>, CircuitState)> {
+        snapshot()
+            .breakers
+            .into_iter()
+            .filter(|b| b.name == Some(name))
+            .map(|b| (b.key, b.state))
+            .collect()
+    }
+
+    #[test]
+    fn an_entry_its_table_enlists_is_listed_with_its_key_while_it_lives() {
+        let template = CircuitBreaker::new(1, Duration::from_secs(60)).name("registry-unit-hosts");
+        let mut entry = template.fresh_copy();
+        entry.set_key("db-1:5432".into());
+        let entry = Arc::new(entry);
+        enlist_entry(&entry);
+        crate::testing::record_sleeps(|| entry.try_acquire().unwrap().failed());
+        assert_eq!(
+            listed("registry-unit-hosts"),
+            [(Some("db-1:5432".to_owned()), CircuitState::Open)]
+        );
+
+        let mut budget = RetryBudget::new(4, 1.0)
+            .name("registry-unit-tenants")
+            .fresh_copy();
+        budget.set_key("tenant-7".into());
+        let budget = Arc::new(budget);
+        enlist_entry(&budget);
+        budget.record_failure();
+        let tenants: Vec<_> = snapshot()
+            .budgets
+            .into_iter()
+            .filter(|b| b.name == Some("registry-unit-tenants"))
+            .map(|b| (b.key, b.tokens))
+            .collect();
+        assert_eq!(tenants, [(Some("tenant-7".to_owned()), 3.0)]);
+
+        // The table gave its place away and no call holds it: it is no longer listed.
+        drop(entry);
+        assert_eq!(listed("registry-unit-hosts"), []);
     }
 }
