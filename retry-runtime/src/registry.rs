@@ -5,16 +5,20 @@
 //! # How things get listed
 //!
 //! A breaker or budget given a [`name`](crate::CircuitBreaker::name) is enlisted by its first
-//! call: its hot path checks one flag with a relaxed load, and the first call through a named
-//! one takes the registry's lock once to add it. The registry does not point at the breaker
-//! itself (a breaker may live on the stack or in an `Arc` and move or go away, where a pointer
-//! to it would dangle); the breaker keeps a small record of its own that the registry shares
-//! (`Arc`/`Weak`), and updates it where it changes state: on its slow paths, never on a closed
-//! breaker's success; for a budget, when its tokens change. When the breaker goes away its
-//! record does too, and the registry forgets it.
+//! use, which takes the registry's lock once to add it. The check costs a closed breaker's
+//! success nothing (a named breaker's state word starts with a mark that sends its first call
+//! down the slow path) and a budget one relaxed load of a flag.
 //!
-//! Tables of entries ([`PerKey`](crate::PerKey)) list their live entries themselves, with their
-//! keys, through a crate-private trait.
+//! The registry does not point at the breaker itself: a breaker may live on the stack or in an
+//! `Arc` and move or go away, where a pointer to it would dangle. The breaker keeps a small
+//! record that the registry shares (`Arc`/`Weak`) and updates it where its state changes: on
+//! its slow paths, never on a closed breaker's success; for a budget, when its tokens change.
+//! When the breaker goes away its record does too, and the registry forgets it. Each update
+//! ends with the record equal to the state (a concurrent update is followed until it settles),
+//! so what a snapshot lists is the state as of the last change.
+//!
+//! The entries of a [`PerKey`](crate::PerKey) are listed with their keys while they live
+//! (through a crate-private trait, `Listed`, that the entries implement).
 
 use crate::CircuitState;
 use crate::breaker::{BreakerSettings, CircuitBreaker};
