@@ -50,7 +50,6 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
                 let #source = &(#expr);
                 #expect(#source);
                 let #value = #snapshot;
-                let #value: &#krate::RetryPolicy = #borrow(&#value);
             }
         } else {
             // In a block, so that nothing of the source outlives the copy (an async retryable
@@ -63,25 +62,26 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
                 };
             }
         };
-        let reference = if overrides.is_empty() {
-            quote!(#value)
-        } else {
-            quote!(&#value)
-        };
+        // The call holds the snapshot itself: a `&RetryPolicy` where the policy cannot change
+        // (one pointer, as before cells), the policy by value otherwise (a cell's copy, or the
+        // policy with the overrides applied), and no local beside it.
         let named = Ident::new("__RkOperation", Span::mixed_site());
         let setup = quote! {
             #setup
             #[derive(::core::clone::Clone, ::core::marker::Copy)]
-            struct #named<'p>(&'p #krate::RetryPolicy);
-            impl #krate::run::CallPolicy for #named<'_> {
+            struct #named<S>(S);
+            impl<S> #krate::run::CallPolicy for #named<S>
+            where
+                S: ::core::borrow::Borrow<#krate::RetryPolicy> + ::core::marker::Copy,
+            {
                 #[inline(always)]
                 fn policy(&self) -> &#krate::RetryPolicy {
-                    self.0
+                    #borrow(&self.0)
                 }
                 #operation
             }
         };
-        return (setup, quote!(#named(#reference)));
+        return (setup, quote!(#named(#value)));
     }
 
     // The policy is a constant, and the call finds it through a zero-sized type rather than a
