@@ -32,7 +32,7 @@ mod vocabulary;
 /// | `circuit` | path to a `static CircuitBreaker` | none | shared breaker consulted before every attempt |
 /// | `budget` | path to a `static RetryBudget` | none | shared bound on the aggregate retry rate |
 /// | `adaptive` | path to a `static` adaptive policy | none | attempts and delays adjusted from observations |
-/// | `policy` | expression of type `RetryPolicy` or `&RetryPolicy` | none | a shared or run-time policy; excludes the shape keys above (`idempotent` and `nested` may still be set) |
+/// | `policy` | expression of type `RetryPolicy`, `&RetryPolicy` or `PolicyCell` | none | a shared or run-time policy; excludes the shape keys above (`idempotent` and `nested` may still be set) |
 /// | `nested` | `"retry"`, `"once"` | `"retry"` | `"once"`: inside another retryable's attempt, make a single attempt |
 /// | `on_failure` | path to `fn(&Failure<'_, E>)` | none | called once per failed attempt |
 /// | `sleep` | path to an async `fn(Duration)` | tokio's sleep | async only: for other runtimes |

@@ -246,7 +246,7 @@ pub(crate) const KEYS: &[Key] = &[
         excludes: SHAPE,
         instead: "set it on the policy instead",
         doc: [
-            "expression of type `RetryPolicy` or `&RetryPolicy`",
+            "expression of type `RetryPolicy`, `&RetryPolicy` or `PolicyCell`",
             "none",
             "a shared or run-time policy; excludes the shape keys above (`idempotent` and `nested` may still be set)",
         ],
