@@ -38,9 +38,11 @@ pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, ErrorClass, Failure, HedgeNotIdempotent, IdempotencyKey, Jitter,
     Nested, Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
 };
+pub use retry_runtime::{BreakerSettings, BudgetSettings, FailureRatio, registry};
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{Classify, retryable};
 pub use retry_runtime::{PerKey, per_key};
+pub use retry_runtime::{PolicyCell, policy_cell};
 
 #[doc(hidden)]
 pub use retry_runtime::__private;

@@ -770,3 +770,28 @@ async fn the_layer_keys_per_host_entries_by_host_and_port_as_documented() {
     assert_eq!(entry.key().as_deref(), Some("api.example:443"));
     assert_eq!(BY_AUTHORITY.len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_layer_made_from_a_cell_reads_the_policy_it_holds_when_each_request_starts() {
+    static POLICY: retry_kit::PolicyCell =
+        retry_kit::PolicyCell::new(RetryPolicy::fixed(Duration::from_millis(100)).attempts(2));
+    let server = Server::answering((0..10).map(|_| status(503)).collect());
+    let mut client = HttpRetryLayer::from_cell(&POLICY).layer(server.clone());
+    let get = || {
+        Request::get("http://api.test/a")
+            .body(String::new())
+            .unwrap()
+    };
+    assert_eq!(
+        client.call(get()).await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(server.bodies().len(), 2);
+
+    POLICY.set(RetryPolicy::fixed(Duration::from_millis(100)).attempts(3));
+    assert_eq!(
+        client.call(get()).await.unwrap().status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert_eq!(server.bodies().len(), 2 + 3);
+}

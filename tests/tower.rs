@@ -243,3 +243,25 @@ fn the_service_is_clone_and_its_future_send_when_the_inner_ones_are() {
         .layer(Scripted::new(vec![Ok(1)]));
     clone_and_send(&service);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_layer_made_from_a_cell_retries_each_call_by_the_policy_it_holds_then() {
+    static POLICY: retry_kit::PolicyCell =
+        retry_kit::PolicyCell::new(RetryPolicy::fixed(Duration::from_millis(10)).attempts(2));
+    let inner = Scripted::new(vec![Err(ApiError::Unavailable)]);
+    let seen = inner.seen.clone();
+    let mut service = RetryLayer::from_cell(&POLICY).layer(inner);
+    assert_eq!(
+        ready_call(&mut service, "GET /a").await,
+        Err(ApiError::Unavailable)
+    );
+    assert_eq!(seen.requests.lock().unwrap().len(), 2);
+
+    // Reloaded: the service the layer already made reads the new policy at its next call.
+    POLICY.set(RetryPolicy::fixed(Duration::from_millis(10)).attempts(4));
+    assert_eq!(
+        ready_call(&mut service, "GET /b").await,
+        Err(ApiError::Unavailable)
+    );
+    assert_eq!(seen.requests.lock().unwrap().len(), 2 + 4);
+}

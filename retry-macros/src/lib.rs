@@ -7,7 +7,7 @@ use proc_macro::TokenStream;
 mod classify;
 mod errors;
 mod retryable;
-mod spelling;
+mod vocabulary;
 
 /// Rewrite a sync or async function into a retry loop.
 ///
@@ -32,7 +32,7 @@ mod spelling;
 /// | `circuit` | path to a `static CircuitBreaker` | none | shared breaker consulted before every attempt |
 /// | `budget` | path to a `static RetryBudget` | none | shared bound on the aggregate retry rate |
 /// | `adaptive` | path to a `static` adaptive policy | none | attempts and delays adjusted from observations |
-/// | `policy` | expression of type `RetryPolicy` or `&RetryPolicy` | none | a shared or run-time policy; excludes the shape keys above (`idempotent` and `nested` may still be set) |
+/// | `policy` | expression of type `RetryPolicy`, `&RetryPolicy` or `PolicyCell` | none | a shared or run-time policy; excludes the shape keys above (`idempotent` and `nested` may still be set) |
 /// | `nested` | `"retry"`, `"once"` | `"retry"` | `"once"`: inside another retryable's attempt, make a single attempt |
 /// | `on_failure` | path to `fn(&Failure<'_, E>)` | none | called once per failed attempt |
 /// | `sleep` | path to an async `fn(Duration)` | tokio's sleep | async only: for other runtimes |
@@ -441,4 +441,14 @@ pub fn retryable(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(Classify, attributes(classify))]
 pub fn derive_classify(input: TokenStream) -> TokenStream {
     classify::derive(input.into()).into()
+}
+
+/// The vocabulary of `#[retryable]` (its key table, duration strings, suggestions and value
+/// checks) as modules of the invoking crate: how retry-runtime reads configuration files with
+/// the attribute's own keys and messages. Not public API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __vocabulary(input: TokenStream) -> TokenStream {
+    let _ = input;
+    vocabulary::expand().into()
 }

@@ -22,20 +22,24 @@
 
 use crate::clock;
 use crate::error::CircuitOpen;
+use crate::registry::Listing;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use crate::tenancy::Tenancy;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+mod listing;
 mod permit;
+mod reconfigure;
 mod settings;
 mod window;
 mod word;
 
+pub(crate) use listing::status_of;
 pub use permit::CircuitPermit;
 use permit::Outcome;
-use window::RatioRule;
+pub use reconfigure::{BreakerSettings, FailureRatio};
 use word::Word;
 
 /// The state of a [`CircuitBreaker`].
@@ -140,11 +144,9 @@ const BUCKETS: usize = 10;
 /// Settings are clamped rather than rejected: a threshold of 0 means 1, and
 /// `success_threshold` and `half_open_max` are capped at 65 535.
 pub struct CircuitBreaker {
-    failure_threshold: u32,
-    open_for: Duration,
-    success_threshold: u16,
-    half_open_max: u16,
-    ratio: Option<RatioRule>,
+    /// Failure threshold, `open_for`, probe counts and the failure-ratio rule, replaceable
+    /// while the breaker runs ([`set_settings`](Self::set_settings)).
+    settings: reconfigure::Words,
     hook: Option<fn(CircuitState, CircuitState)>,
     /// Called with the breaker itself, so that a `PerKey` entry's hook can tell its key.
     hook_of: Option<fn(&CircuitBreaker, CircuitState, CircuitState)>,
@@ -156,6 +158,9 @@ pub struct CircuitBreaker {
     key: Mutex<Option<Arc<str>>>,
     /// Which key a `PerKey` entry serves now; a breaker of its own is never reset.
     tenancy: Tenancy,
+    /// Its record in the [`registry`](crate::registry), once its first call enlisted it (a named
+    /// breaker's state word starts marked [`Word::UNLISTED`] for that call to find).
+    listing: Listing<CircuitBreaker>,
     /// Phase, generation, probes in flight and probe successes, packed by [`Word`].
     state: AtomicU64,
     /// Consecutive retryable failures while closed.
@@ -252,6 +257,18 @@ impl CircuitBreaker {
             let w = Word::unpack(cur);
             match w.phase {
                 CircuitState::Closed => {
+                    if cur & Word::UNLISTED == Word::UNLISTED {
+                        // A named breaker's first call: enlist it, then clear the mark (a lost
+                        // race means another call cleared it, or the state moved on without it).
+                        self.enlist();
+                        let listed = cur & !Word::UNLISTED;
+                        let _ = self.state.compare_exchange(
+                            cur,
+                            listed,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        );
+                    }
                     return Ok(CircuitPermit::new(self, w.generation, false, tenancy));
                 }
                 CircuitState::Open => match self.end_cool_down(cur, w) {
@@ -260,7 +277,7 @@ impl CircuitBreaker {
                     Err(None) => cur = self.state.load(Ordering::Acquire),
                 },
                 CircuitState::HalfOpen => {
-                    if w.in_flight >= self.half_open_max {
+                    if w.in_flight >= self.probes_at_once() {
                         return Err(CircuitOpen::new(Duration::ZERO));
                     }
                     let next = Word {
@@ -283,7 +300,7 @@ impl CircuitBreaker {
     fn end_cool_down(&self, cur: u64, w: Word) -> Result<Word, Option<Duration>> {
         let now = ticks(clock::now());
         let mut until = self.open_until.load(Ordering::Acquire);
-        let longest = now.saturating_add(nanos_i64(self.open_for));
+        let longest = now.saturating_add(nanos_i64(self.open_for_now()));
         if until > longest {
             // Stamped on another clock (virtual time that ran ahead, in a test sharing this
             // static): no cool-down lasts longer than `open_for` on the clock that asks.
@@ -326,7 +343,7 @@ impl CircuitBreaker {
     fn swap(&self, cur: u64, next: Word) -> Result<(), u64> {
         self.state
             .compare_exchange(cur, next.pack(), Ordering::AcqRel, Ordering::Acquire)
-            .map(drop)
+            .map(|_| self.publish())
     }
 
     fn notify(&self, from: CircuitState, to: CircuitState) {
@@ -376,7 +393,7 @@ impl CircuitBreaker {
     #[cold]
     fn trip(&self, mut cur: u64, w: Word, release_probe: bool) -> bool {
         // Publish the end of the cool-down before the state that makes readers look at it.
-        let until = ticks(clock::now()).saturating_add(nanos_i64(self.open_for));
+        let until = ticks(clock::now()).saturating_add(nanos_i64(self.open_for_now()));
         self.open_until.store(until, Ordering::Release);
         loop {
             let now = Word::unpack(cur);
@@ -412,7 +429,7 @@ impl CircuitBreaker {
         w.phase == CircuitState::Closed
             && w.in_flight == 0
             && self.failures.load(Ordering::Relaxed) == 0
-            && (self.ratio.is_none()
+            && (!self.has_ratio()
                 || self
                     .window
                     .iter()
@@ -422,7 +439,7 @@ impl CircuitBreaker {
     #[inline]
     fn closed_success(&self, tenancy: u32) {
         // Write only when needed, so concurrent successes do not contend on the line.
-        if self.failures.load(Ordering::Relaxed) != 0 || self.ratio.is_some() {
+        if self.failures.load(Ordering::Relaxed) != 0 || self.has_ratio() {
             self.tenancy.write(tenancy, || self.clean_success());
         }
     }
@@ -432,7 +449,7 @@ impl CircuitBreaker {
         if self.failures.load(Ordering::Relaxed) != 0 {
             self.failures.store(0, Ordering::Relaxed);
         }
-        if let Some(rule) = self.ratio {
+        if let Some(rule) = self.ratio() {
             self.window_record(rule, false);
         }
     }
@@ -463,8 +480,9 @@ impl CircuitBreaker {
             }) {
             Ok(n) | Err(n) => n.saturating_add(1),
         };
-        let mut open = failures >= self.failure_threshold;
-        if let Some(rule) = self.ratio {
+        let (threshold, ratio) = self.rules();
+        let mut open = failures >= threshold;
+        if let Some(rule) = ratio {
             let (calls, failed) = self.window_record(rule, true);
             open |= calls >= u64::from(rule.min_calls)
                 && failed.saturating_mul(1_000_000) >= rule.ppm.saturating_mul(calls);
@@ -515,7 +533,7 @@ impl CircuitBreaker {
                 Outcome::Neither => freed,
                 Outcome::Success => {
                     let successes = w.successes.saturating_add(1);
-                    if successes >= self.success_threshold {
+                    if successes >= self.successes_to_close() {
                         Word {
                             phase: CircuitState::Closed,
                             generation: w.next_generation(),
@@ -580,16 +598,17 @@ impl CircuitBreaker {
 impl fmt::Debug for CircuitBreaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = Word::unpack(self.state.load(Ordering::Acquire));
+        let settings = self.settings();
         f.debug_struct("CircuitBreaker")
             .field("name", &self.name)
             .field("phase", &w.phase)
             .field("failures", &self.failures.load(Ordering::Relaxed))
             .field("probes_in_flight", &w.in_flight)
-            .field("failure_threshold", &self.failure_threshold)
-            .field("open_for", &self.open_for)
-            .field("success_threshold", &self.success_threshold)
-            .field("half_open_max", &self.half_open_max)
-            .field("failure_ratio", &self.ratio.map(|r| r.ppm as f64 / 1e6))
+            .field("failure_threshold", &settings.failure_threshold)
+            .field("open_for", &settings.open_for)
+            .field("success_threshold", &settings.success_threshold)
+            .field("half_open_max", &settings.half_open_max)
+            .field("failure_ratio", &settings.failure_ratio.map(|r| r.ratio))
             .finish_non_exhaustive()
     }
 }
@@ -663,6 +682,10 @@ mod tests {
             ..Word::CLOSED
         };
         assert_eq!(last.next_generation(), 0);
+        // A named breaker before its first call: closed, and off the hot path's check.
+        let unlisted = Word::CLOSED.pack() | Word::UNLISTED;
+        assert_eq!(Word::unpack(unlisted), Word::CLOSED);
+        assert_ne!(unlisted >> 62, 0);
     }
 
     #[test]

@@ -1,9 +1,18 @@
 //! [`RetryBudget`]: a shared bound on how much retrying all callers of a dependency do together,
 //! by gRPC's retry-throttling rule.
 
-use crate::sync::{AtomicU64, Ordering, const_unless_loom};
+use crate::registry::Listing;
+use crate::seqlock::Seqlock;
+use crate::sync::{AtomicU32, AtomicU64, Ordering, const_unless_loom};
 use crate::tenancy::Tenancy;
 use std::fmt;
+use std::sync::{Arc, Mutex};
+
+mod reconfigure;
+
+pub use reconfigure::BudgetSettings;
+pub(crate) use reconfigure::status_of;
+use reconfigure::{MAX, RATIO};
 
 /// Tokens are kept in millionths, so a fractional `token_ratio` is refunded exactly.
 const UNIT: u64 = 1_000_000;
@@ -75,48 +84,55 @@ const UNIT: u64 = 1_000_000;
 /// least recently used one, whose spent tokens are then forgotten: that key starts again
 /// with a full budget when it comes back.
 pub struct RetryBudget {
-    max: u64,
-    ratio: u64,
+    /// `max_tokens` and `token_ratio`, in millionths of a token, replaceable while the budget
+    /// runs ([`set_settings`](Self::set_settings)).
+    settings: Seqlock<2>,
     tokens: AtomicU64,
     /// A name for labels and logs.
     name: Option<&'static str>,
+    /// A `PerKey` entry's key, as text, when the code that made the entry knew it (behind a
+    /// lock: an entry is given to another key in place).
+    key: Mutex<Option<Arc<str>>>,
     /// Which key a `PerKey` entry serves now; a budget of its own is never reset.
     tenancy: Tenancy,
+    /// Its place in the [`registry`](crate::registry): a named budget is enlisted by its first
+    /// use.
+    listing: Listing<RetryBudget>,
 }
 
 impl RetryBudget {
     const_unless_loom! {
         /// A full bucket of `max_tokens`, refunding `token_ratio` tokens per success.
         pub const fn new(max_tokens: u32, token_ratio: f64) -> Self {
-            let max = max_tokens as u64 * UNIT;
-            // `as` saturates, and maps NaN to 0.
-            let ratio = if token_ratio > 0.0 {
-                (token_ratio * UNIT as f64 + 0.5) as u64
-            } else {
-                0
-            };
+            let words = BudgetSettings::new(max_tokens, token_ratio).words();
             RetryBudget {
-                max,
-                ratio,
-                tokens: AtomicU64::new(max),
+                settings: Seqlock::new(words),
+                tokens: AtomicU64::new(words[MAX]),
                 name: None,
+                key: Mutex::new(None),
                 tenancy: Tenancy::own(),
+                listing: Listing::new(false),
             }
         }
     }
 
-    /// Name the budget, for labels and logs.
-    ///
-    /// ```
-    /// # extern crate retry_runtime as retry_kit;
-    /// use retry_kit::RetryBudget;
-    ///
-    /// static PAYMENTS: RetryBudget = RetryBudget::new(100, 0.1).name("payments");
-    /// assert_eq!(PAYMENTS.label(), Some("payments"));
-    /// ```
-    pub const fn name(mut self, name: &'static str) -> Self {
-        self.name = Some(name);
-        self
+    const_unless_loom! {
+        /// Name the budget, for labels and logs, and for the [`registry`](crate::registry): a
+        /// named budget is listed by [`registry::snapshot`](crate::registry::snapshot) once used.
+        ///
+        /// ```
+        /// # extern crate retry_runtime as retry_kit;
+        /// use retry_kit::RetryBudget;
+        ///
+        /// static PAYMENTS: RetryBudget = RetryBudget::new(100, 0.1).name("payments");
+        /// assert_eq!(PAYMENTS.label(), Some("payments"));
+        /// ```
+        pub const fn name(mut self, name: &'static str) -> Self {
+            self.name = Some(name);
+            // Enlisted in the registry by its first use.
+            self.listing.pending = AtomicU32::new(0);
+            self
+        }
     }
 
     /// The name given by [`name`](Self::name), if any.
@@ -124,23 +140,33 @@ impl RetryBudget {
         self.name
     }
 
-    /// A full bucket with this one's settings, as an entry of a [`PerKey`](crate::PerKey).
-    pub(crate) fn entry_copy(&self) -> Self {
+    /// A full bucket with this one's settings, as an entry of a [`PerKey`](crate::PerKey)
+    /// labelled `key`.
+    pub(crate) fn entry_copy(&self, key: Option<Box<str>>) -> Self {
+        let words = self.settings.read();
         RetryBudget {
-            max: self.max,
-            ratio: self.ratio,
-            tokens: AtomicU64::new(self.max),
+            settings: Seqlock::new(words),
+            tokens: AtomicU64::new(words[MAX]),
             name: self.name,
+            key: Mutex::new(key.map(Arc::from)),
             tenancy: Tenancy::leased(),
+            // The table it belongs to lists it, with its key.
+            listing: Listing::new(false),
         }
     }
 
     /// Give this `PerKey` entry to another key: the calls that leased it for the old one
-    /// charge and refund nothing from now on, and it starts full. Called with the table's
-    /// insertion lock held.
-    pub(crate) fn recycle(&self) {
+    /// charge and refund nothing from now on, and it starts full, labelled `key`. Called with
+    /// the table's insertion lock held.
+    pub(crate) fn recycle(&self, key: Option<Box<str>>) {
         self.tenancy.end();
-        self.tokens.store(self.max, Ordering::Relaxed);
+        self.tokens
+            .store(self.settings.word(MAX), Ordering::Relaxed);
+        *self
+            .key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = key.map(Arc::from);
+        self.publish();
     }
 
     /// The tenancy a call that leases this budget now holds it under.
@@ -149,16 +175,30 @@ impl RetryBudget {
         self.tenancy.current()
     }
 
+    /// A `PerKey` entry's key, as text, when the code that made the entry knew it (see
+    /// [`CircuitBreaker::key`](crate::CircuitBreaker::key)); `None` for a budget of its own.
+    ///
+    /// An entry keeps its place in the table only while its key does: when a full table gives
+    /// the place to another key, the entry is reset in place and this names the new key.
+    pub fn key(&self) -> Option<Arc<str>> {
+        self.key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
     /// Whether the bucket is full: it has nothing to remember (a `PerKey` table gives such a
     /// place away first).
     pub(crate) fn is_idle(&self) -> bool {
-        self.tokens.load(Ordering::Relaxed) >= self.max
+        self.tokens.load(Ordering::Relaxed) >= self.settings.word(MAX)
     }
 
     /// Whether a retry may start now: the tokens exceed half of `max_tokens`.
     #[inline]
     pub fn allows_retry(&self) -> bool {
-        self.tokens.load(Ordering::Relaxed) * 2 > self.max
+        // `saturating_mul`: tokens are at most `u32::MAX` millions, but a budget shrunk while
+        // another thread refunded may hold a few more for a moment.
+        self.tokens.load(Ordering::Relaxed).saturating_mul(2) > self.settings.word(MAX)
     }
 
     /// Take one token for a failed attempt of a retryable class (none below 0).
@@ -177,29 +217,60 @@ impl RetryBudget {
     /// `tenancy`: nothing if the entry has served another key since.
     #[inline]
     pub(crate) fn charge(&self, tenancy: u32) {
-        self.tenancy.write(tenancy, || {
-            let _ = self
-                .tokens
+        if self.listing.pending() {
+            self.enlist();
+        }
+        let taken = self.tenancy.write(tenancy, || {
+            self.tokens
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
                     (t != 0).then(|| t.saturating_sub(UNIT))
-                });
+                })
+                .is_ok()
         });
+        if taken == Some(true) {
+            self.publish();
+        }
     }
 
     /// [`record_success`](Self::record_success) for a call that leased this budget under
     /// `tenancy`: nothing if the entry has served another key since.
     #[inline]
     pub(crate) fn refund(&self, tenancy: u32) {
-        if self.ratio == 0 || self.tokens.load(Ordering::Relaxed) >= self.max {
+        if self.listing.pending() {
+            self.enlist();
+        }
+        let (ratio, max) = (self.settings.word(RATIO), self.settings.word(MAX));
+        if ratio == 0 || self.tokens.load(Ordering::Relaxed) >= max {
             return;
         }
-        self.tenancy.write(tenancy, || {
-            let _ = self
-                .tokens
+        let refunded = self.tenancy.write(tenancy, || {
+            self.tokens
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                    (t < self.max).then(|| t.saturating_add(self.ratio).min(self.max))
-                });
+                    (t < max).then(|| t.saturating_add(ratio).min(max))
+                })
+                .is_ok()
         });
+        if refunded == Some(true) {
+            self.publish();
+        }
+    }
+
+    /// Enlist a named budget in the registry, at its first use.
+    #[cold]
+    fn enlist(&self) {
+        self.listing
+            .enlist(self.name, || self.settings(), || [self.raw_tokens(), 0]);
+    }
+
+    /// Copy the tokens to the registry's record, if this budget has one.
+    #[inline]
+    fn publish(&self) {
+        self.listing.publish(|| [self.raw_tokens(), 0]);
+    }
+
+    /// The tokens as stored, in millionths.
+    pub(crate) fn raw_tokens(&self) -> u64 {
+        self.tokens.load(Ordering::SeqCst)
     }
 
     /// The tokens in the bucket now, to six decimal places.
@@ -221,17 +292,18 @@ impl RetryBudget {
     /// assert!(budget.allows_retry());
     /// ```
     pub fn tokens(&self) -> f64 {
-        self.tokens.load(Ordering::Relaxed) as f64 / UNIT as f64
+        let max = self.settings.word(MAX);
+        self.tokens.load(Ordering::Relaxed).min(max) as f64 / UNIT as f64
     }
 
     /// The size of the bucket.
-    pub const fn max_tokens(&self) -> u32 {
-        (self.max / UNIT) as u32
+    pub fn max_tokens(&self) -> u32 {
+        (self.settings.word(MAX) / UNIT) as u32
     }
 
     /// The tokens refunded per success, as kept (rounded to six decimal places).
-    pub const fn token_ratio(&self) -> f64 {
-        self.ratio as f64 / UNIT as f64
+    pub fn token_ratio(&self) -> f64 {
+        self.settings.word(RATIO) as f64 / UNIT as f64
     }
 }
 
@@ -252,12 +324,13 @@ mod tests {
 
     #[test]
     fn ratios_are_kept_to_six_places() {
-        assert_eq!(RetryBudget::new(1, 0.6).ratio, 600_000);
-        assert_eq!(RetryBudget::new(1, 0.1234567).ratio, 123_457);
-        assert_eq!(RetryBudget::new(1, 0.0000004).ratio, 0);
-        assert_eq!(RetryBudget::new(1, -1.0).ratio, 0);
-        assert_eq!(RetryBudget::new(1, f64::NAN).ratio, 0);
-        assert_eq!(RetryBudget::new(1, f64::INFINITY).ratio, u64::MAX);
+        let ratio = |r| RetryBudget::new(1, r).settings.word(RATIO);
+        assert_eq!(ratio(0.6), 600_000);
+        assert_eq!(ratio(0.1234567), 123_457);
+        assert_eq!(ratio(0.0000004), 0);
+        assert_eq!(ratio(-1.0), 0);
+        assert_eq!(ratio(f64::NAN), 0);
+        assert_eq!(ratio(f64::INFINITY), u64::MAX);
     }
 
     #[test]

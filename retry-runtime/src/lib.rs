@@ -15,13 +15,16 @@
 //! | [`io`] | `Classify for std::io::Error`, and the crate's errors carried inside one |
 //! | [`fresh`] | a fresh copy of each `mut` argument for every attempt |
 //! | [`policy`] | [`RetryPolicy`], backoff shapes and [`Jitter`]: pure functions of attempt and draw |
+//! | [`policy_cell`] | [`PolicyCell`]: a policy replaced at run time, read without a lock |
 //! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
 //! | [`adaptive`] | [`AdaptivePolicy`]: attempts and delays adjusted from recent failure rate and latency |
 //! | [`observe`] | `tracing` events per failed attempt (feature `tracing`) |
 //! | `meter` | (feature `metrics`) attempts, delays, stops and breaker states through `metrics` |
 //! | [`breaker`] | [`CircuitBreaker`]: stop calling a dependency that keeps failing |
 //! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
+//! | [`registry`] | [`registry::snapshot`]: every named breaker and budget, and every `PerKey` entry, with its state |
 //! | [`per_key`] | [`PerKey`]: one breaker or budget per host, partition or tenant |
+//! | `config` | (feature `serde`) policies and settings in configuration files, snapshots as JSON |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`], [`testing::record_sleeps_async`] and [`testing::seed_jitter`] |
@@ -39,6 +42,8 @@ pub mod breaker;
 pub mod budget;
 pub mod class;
 pub mod clock;
+#[cfg(feature = "serde")]
+mod config;
 pub mod context;
 pub mod error;
 #[cfg(feature = "faults")]
@@ -55,8 +60,14 @@ pub mod per_key;
 ))]
 pub mod per_request;
 pub mod policy;
+pub mod policy_cell;
+// Under `--cfg loom` breakers and budgets do not enlist (a record made inside a model would
+// outlive the model's execution): the records go unused there.
+#[cfg_attr(loom, allow(dead_code))]
+pub mod registry;
 mod rng;
 pub mod run;
+mod seqlock;
 mod sync;
 mod tenancy;
 pub mod testing;
@@ -75,8 +86,8 @@ pub mod tower;
 pub use retry_macros::{Classify, retryable};
 
 pub use adaptive::AdaptivePolicy;
-pub use breaker::{CircuitBreaker, CircuitPermit, CircuitState};
-pub use budget::RetryBudget;
+pub use breaker::{BreakerSettings, CircuitBreaker, CircuitPermit, CircuitState, FailureRatio};
+pub use budget::{BudgetSettings, RetryBudget};
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};
@@ -84,6 +95,7 @@ pub use fresh::FreshPerAttempt;
 pub use io::io_kind_class;
 pub use per_key::PerKey;
 pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
+pub use policy_cell::PolicyCell;
 pub use run::{AsBreaker, AsBudget};
 pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
 
@@ -95,4 +107,5 @@ pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
 pub mod __private {
     pub use crate::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
     pub use crate::per_key::{KeyText, KeyViaDisplay, KeyViaNothing};
+    pub use crate::run::call_policy::{PolicyProbe, PolicyViaAsPolicy, PolicyViaNothing};
 }

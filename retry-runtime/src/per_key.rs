@@ -3,9 +3,11 @@
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
+use crate::registry::enlist_entry;
 use crate::sync::{AtomicPtr, AtomicU64, Mutex, Ordering, const_unless_loom};
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 mod lease;
 mod pick;
@@ -27,6 +29,8 @@ pub trait Template: Sized {
     fn recycle(&self, key: Option<Box<str>>);
     /// The tenancy a call that leases this value now holds it under (see [`Lease`]).
     fn tenancy(&self) -> u32;
+    /// List a new entry in the [`registry`](crate::registry) for as long as it lives.
+    fn enlist(entry: &Arc<Self>);
 }
 
 impl Template for CircuitBreaker {
@@ -43,21 +47,27 @@ impl Template for CircuitBreaker {
     fn tenancy(&self) -> u32 {
         CircuitBreaker::tenancy(self)
     }
+    fn enlist(entry: &Arc<Self>) {
+        enlist_entry(entry);
+    }
 }
 
 impl Template for RetryBudget {
-    fn entry(&self, _: Option<Box<str>>) -> Self {
-        self.entry_copy()
+    fn entry(&self, key: Option<Box<str>>) -> Self {
+        self.entry_copy(key)
     }
     fn is_idle(&self) -> bool {
         RetryBudget::is_idle(self)
     }
-    fn recycle(&self, _: Option<Box<str>>) {
-        RetryBudget::recycle(self);
+    fn recycle(&self, key: Option<Box<str>>) {
+        RetryBudget::recycle(self, key);
     }
     #[inline]
     fn tenancy(&self) -> u32 {
         RetryBudget::tenancy(self)
+    }
+    fn enlist(entry: &Arc<Self>) {
+        enlist_entry(entry);
     }
 }
 
@@ -256,7 +266,11 @@ impl<T: Template, const N: usize> PerKey<T, N> {
         let slot = &self.slots[self.place(hash)];
         let existing = slot.value.load(Ordering::Acquire);
         let value = if existing.is_null() {
-            let value = Box::into_raw(Box::new(self.template.entry(label)));
+            // Shared with the registry (a `Weak`), which lists the entry, under whichever key
+            // it serves, while the table lives.
+            let value = Arc::new(self.template.entry(label));
+            T::enlist(&value);
+            let value = Arc::into_raw(value).cast_mut();
             slot.value.store(value, Ordering::Release);
             value
         } else {
@@ -293,14 +307,76 @@ impl<T: Template, const N: usize> PerKey<T, N> {
     }
 }
 
+impl<T, const N: usize> PerKey<T, N> {
+    /// Every entry's value, as it is now (with the insertion lock held, so none is being made
+    /// or given to another key meanwhile).
+    fn each_entry(&self, mut f: impl FnMut(&T)) {
+        let _placing = self
+            .inserts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for slot in &self.slots {
+            let value = slot.value.load(Ordering::Acquire);
+            if !value.is_null() {
+                // SAFETY: as in `lookup`.
+                f(unsafe { &*value });
+            }
+        }
+    }
+}
+
+impl<const N: usize> PerKey<CircuitBreaker, N> {
+    /// Give the template and every entry new settings, keeping each entry's state (an open
+    /// breaker stays open; see [`CircuitBreaker::set_settings`]).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::{BreakerSettings, CircuitBreaker, CircuitState, PerKey};
+    /// use std::time::Duration;
+    ///
+    /// let hosts: PerKey<CircuitBreaker, 4> =
+    ///     PerKey::new(CircuitBreaker::new(1, Duration::from_secs(30)));
+    /// hosts.get("down.example").try_acquire().unwrap().failed();
+    /// hosts.set_settings(BreakerSettings::new(5, Duration::from_secs(60)));
+    /// assert_eq!(hosts.get("down.example").state(), CircuitState::Open);
+    /// assert_eq!(hosts.get("up.example").settings().failure_threshold, 5);
+    /// ```
+    pub fn set_settings(&self, settings: crate::breaker::BreakerSettings) {
+        self.template.set_settings(settings);
+        self.each_entry(|entry| entry.set_settings(settings));
+    }
+}
+
+impl<const N: usize> PerKey<RetryBudget, N> {
+    /// Give the template and every entry new settings, keeping each entry's share of tokens
+    /// (see [`RetryBudget::set_settings`]).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::{BudgetSettings, PerKey, RetryBudget};
+    ///
+    /// let tenants: PerKey<RetryBudget, 4> = PerKey::new(RetryBudget::new(10, 0.1));
+    /// for _ in 0..4 {
+    ///     tenants.get("a").record_failure();
+    /// }
+    /// tenants.set_settings(BudgetSettings::new(20, 0.1));
+    /// assert_eq!(tenants.get("a").tokens(), 12.0); // 60 % full stays 60 % full
+    /// assert_eq!(tenants.get("b").max_tokens(), 20);
+    /// ```
+    pub fn set_settings(&self, settings: crate::budget::BudgetSettings) {
+        self.template.set_settings(settings);
+        self.each_entry(|entry| entry.set_settings(settings));
+    }
+}
+
 impl<T, const N: usize> Drop for PerKey<T, N> {
     fn drop(&mut self) {
         for slot in &self.slots {
             let value = slot.value.load(Ordering::Acquire);
             if !value.is_null() {
-                // SAFETY: made by `Box::into_raw` in `insert`, dropped once, here, where no
-                // lease can outlive `&mut self`.
-                drop(unsafe { Box::from_raw(value) });
+                // SAFETY: made by `Arc::into_raw` in `insert`, released once, here, where no
+                // lease can outlive `&mut self` (the registry holds only a `Weak`).
+                drop(unsafe { Arc::from_raw(value) });
             }
         }
     }

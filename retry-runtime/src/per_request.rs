@@ -5,6 +5,7 @@
 
 use crate::per_key::{AsPerKey, Lease, PerKey, Template, key_hash};
 use crate::policy::RetryPolicy;
+use crate::policy_cell::PolicySource;
 use crate::run::ByTrait;
 use crate::run::NoHook;
 use crate::run::Retry;
@@ -126,7 +127,7 @@ static NO_POLICY: RetryPolicy = RetryPolicy::new();
 /// each request they share: its policy (idempotent by method or key) and its breaker and budget.
 #[derive(Clone, Debug)]
 pub(crate) struct HttpSettings<H, T> {
-    pub(crate) policy: RetryPolicy,
+    pub(crate) policy: PolicySource,
     pub(crate) retry: Retry<'static, ByTrait, H, Unprotected, T>,
     pub(crate) circuit: Option<Chosen<CircuitBreaker>>,
     pub(crate) budget: Option<Chosen<RetryBudget>>,
@@ -135,7 +136,7 @@ pub(crate) struct HttpSettings<H, T> {
 }
 
 impl HttpSettings<NoHook, NoTimeout> {
-    pub(crate) const fn new(policy: RetryPolicy) -> Self {
+    pub(crate) const fn new(policy: PolicySource) -> Self {
         HttpSettings {
             policy,
             retry: Retry::new(&NO_POLICY),
@@ -174,7 +175,7 @@ impl<H, T> HttpSettings<H, T> {
         method: &::http::Method,
         headers: &mut ::http::HeaderMap,
     ) -> RetryPolicy {
-        crate::http::request_policy(self.policy, self.add_keys, method, headers)
+        crate::http::request_policy(self.policy.current(), self.add_keys, method, headers)
     }
 
     /// One request's breaker and budget; `authority` is computed only for a `PerKey`.

@@ -70,6 +70,7 @@ use crate::error::{CircuitOpen, TimedOut};
 pub use crate::per_request::{Chosen, ForEachRequest};
 use crate::per_request::{HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
+use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::Classifier;
 use crate::run::retry::begin;
 use crate::run::shared::Shared;
@@ -162,7 +163,15 @@ impl RetryMiddleware {
     /// Retry by `policy`.
     pub const fn new(policy: RetryPolicy) -> Self {
         RetryMiddleware {
-            settings: HttpSettings::new(policy),
+            settings: HttpSettings::new(PolicySource::Own(policy)),
+        }
+    }
+
+    /// Retry each request by the policy `cell` holds when the request starts (a policy
+    /// replaced at run time, see [`PolicyCell`]).
+    pub const fn from_cell(cell: &'static PolicyCell) -> Self {
+        RetryMiddleware {
+            settings: HttpSettings::new(PolicySource::Cell(cell)),
         }
     }
 }

@@ -57,7 +57,7 @@
 
 mod already_done;
 mod call;
-mod call_policy;
+pub(crate) mod call_policy;
 mod classifier;
 pub(crate) mod hedge;
 mod hook;
@@ -73,7 +73,7 @@ mod timeout;
 
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
 pub use call::{Call, Ended, InAttempt, Then};
-pub use call_policy::{AsPolicy, CallPolicy, policy_of};
+pub use call_policy::{AsPolicy, CallPolicy, expect_policy, policy_of};
 pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };

@@ -8,14 +8,18 @@
 //! `PerKey`'s values live as long as the table, so nothing of theirs is reference-counted.
 
 #[cfg(loom)]
+pub(crate) use loom::hint::spin_loop;
+#[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
 
+#[cfg(not(loom))]
+pub(crate) use std::hint::spin_loop;
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
 
 /// A `const fn` in normal builds, a plain `fn` under loom, whose atomics and locks are not
 /// const-constructible. The item is written once, with `const`.

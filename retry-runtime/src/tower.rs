@@ -116,6 +116,7 @@ pub use service_error::{ProtectionOf, TimeoutOf};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
+use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::retry::begin;
@@ -141,7 +142,8 @@ static NO_POLICY: RetryPolicy = RetryPolicy::new();
 /// The breaker and budget are `&'static`, shared by every clone of the service.
 #[derive(Clone, Debug)]
 pub struct RetryLayer<C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
-    policy: RetryPolicy,
+    /// The layer's policy, or a cell read when each call starts.
+    policy: PolicySource,
     /// The builder of every call, its policy reference a placeholder until the call.
     retry: Retry<'static, C, H, S, T>,
 }
@@ -150,7 +152,28 @@ impl RetryLayer {
     /// Retry by `policy`, classifying errors through their `Classify` impl.
     pub const fn new(policy: RetryPolicy) -> Self {
         RetryLayer {
-            policy,
+            policy: PolicySource::Own(policy),
+            retry: Retry::new(&NO_POLICY),
+        }
+    }
+
+    /// Retry each call by the policy `cell` holds when the call starts (a policy replaced at
+    /// run time, see [`PolicyCell`]).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tower::RetryLayer;
+    /// use retry_kit::{PolicyCell, RetryPolicy};
+    ///
+    /// static POLICY: PolicyCell = PolicyCell::new(RetryPolicy::new().attempts(3));
+    /// let layer = RetryLayer::from_cell(&POLICY);
+    /// // A reload reaches every service the layer made, from their next call on.
+    /// POLICY.set(RetryPolicy::new().attempts(5));
+    /// # let _ = layer;
+    /// ```
+    pub const fn from_cell(cell: &'static PolicyCell) -> Self {
+        RetryLayer {
+            policy: PolicySource::Cell(cell),
             retry: Retry::new(&NO_POLICY),
         }
     }
@@ -277,6 +300,7 @@ impl<Svc, C, H, S, T> RetryService<Svc, C, H, S, T> {
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let RetryLayer { policy, retry } = self.layer.clone();
+        let policy = policy.current();
         Box::pin(async move {
             let timeout = &retry.timeout.limit(<_ as From<TimedOut>>::from);
             let protection = retry.protection.equipped(<_ as From<CircuitOpen>>::from);

@@ -1,5 +1,6 @@
 //! loom models of the shared atomic words: the breaker's state word (trip, probes,
-//! generations), the budget's tokens and `PerKey`'s table. Under `--cfg loom` the runtime builds
+//! generations), the budget's tokens, `PerKey`'s table, and the seqlock that `PolicyCell` and the
+//! breaker's and budget's settings are kept in. Under `--cfg loom` the runtime builds
 //! them on loom's atomics and locks (`src/sync.rs`), so these check the real code, every
 //! interleaving of two threads up to the preemption bound. The hedge's permit handling needs a
 //! crate-private permit and is modelled in `src/breaker/permit.rs`.
@@ -476,5 +477,76 @@ fn per_key_a_lapsed_budget_lease_charges_nothing_to_the_next_key() {
         a.record_failure();
         assert_eq!(other.join().unwrap(), 2.0);
         assert_eq!(table.get("b.example").tokens(), 2.0);
+    });
+}
+
+/// A `PolicyCell` read beside a `set` (the seqlock of `src/seqlock.rs`): the reader gets the
+/// old policy or the new one, whole, in every interleaving; never words of both.
+#[test]
+fn policy_cell_read_beside_a_set_is_one_policy_or_the_other() {
+    use retry_runtime::{Jitter, PolicyCell, RetryPolicy};
+    let old = RetryPolicy::fixed(Duration::from_millis(1)).attempts(2);
+    let new = RetryPolicy::linear(Duration::from_secs(7))
+        .attempts(9)
+        .jitter(Jitter::Equal)
+        .deadline(Duration::from_secs(60))
+        .idempotent(true);
+    model(3, move || {
+        let cell = Arc::new(PolicyCell::new(old));
+        let writer = {
+            let cell = Arc::clone(&cell);
+            thread::spawn(move || cell.set(new))
+        };
+        let reader = {
+            let cell = Arc::clone(&cell);
+            thread::spawn(move || cell.get())
+        };
+        let read = reader.join().unwrap();
+        assert!(read == old || read == new, "a torn read: {read:?}");
+        writer.join().unwrap();
+        assert_eq!(cell.get(), new);
+    });
+}
+
+/// Two sets at once: writers exclude each other through the sequence number, so the cell ends
+/// holding one of the two policies whole.
+#[test]
+fn policy_cell_two_sets_at_once_leave_one_policy_whole() {
+    use retry_runtime::{PolicyCell, RetryPolicy};
+    let a = RetryPolicy::fixed(Duration::from_millis(3)).attempts(3);
+    let b = RetryPolicy::exponential(Duration::from_secs(2))
+        .attempts(5)
+        .idempotent(true);
+    model(3, move || {
+        let cell = Arc::new(PolicyCell::new(RetryPolicy::new()));
+        let set = |policy| {
+            let cell = Arc::clone(&cell);
+            thread::spawn(move || cell.set(policy))
+        };
+        let (x, y) = (set(a), set(b));
+        x.join().unwrap();
+        y.join().unwrap();
+        let end = cell.get();
+        assert!(end == a || end == b, "{end:?}");
+    });
+}
+
+/// A budget resized while a failure takes a token: both change the one tokens word, so the
+/// result is one of the two orders' (take then scale 9 of 10 to 18 of 20, or scale to 20 and
+/// take: 19), never a lost update.
+#[test]
+fn budget_resized_beside_a_failure_ends_as_some_sequential_order() {
+    use retry_runtime::BudgetSettings;
+    model(3, || {
+        let budget = Arc::new(RetryBudget::new(10, 0.5));
+        let failing = {
+            let budget = Arc::clone(&budget);
+            thread::spawn(move || budget.record_failure())
+        };
+        budget.set_settings(BudgetSettings::new(20, 0.5));
+        failing.join().unwrap();
+        let tokens = budget.tokens();
+        assert!(tokens == 18.0 || tokens == 19.0, "{tokens}");
+        assert_eq!(budget.max_tokens(), 20);
     });
 }

@@ -5,7 +5,7 @@
 //! not hide the next one.
 
 use crate::errors::Errors;
-use crate::spelling::nearest;
+use crate::vocabulary::spelling::nearest;
 use proc_macro2::TokenTree;
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, Expr, ExprLit, ExprPath, Ident, Lit, Path, Token, token};

@@ -2,12 +2,12 @@
 //!
 //! Every mistake is collected, each at its own token, so that one compile shows them all.
 
-use super::duration::parse_duration;
-use super::keys::{self, Key, Takes};
 use super::suggest::unknown_key_message;
 pub(crate) use crate::errors::Errors;
-use crate::spelling::nearest;
+use crate::vocabulary::check;
+use crate::vocabulary::keys::{self, Key, Takes};
 use proc_macro2::TokenStream;
+use quote::ToTokens;
 use std::time::Duration;
 use syn::meta::ParseNestedMeta;
 use syn::{Expr, ExprLit, Ident, Lit, Path};
@@ -133,30 +133,60 @@ impl Args {
     }
 }
 
-/// The value of `spec` in `value`, or an error at `value` saying what it takes.
+/// The value of `spec` in `value`, or an error at `value` saying what it takes. The checks and
+/// their messages are the vocabulary's ([`check`]), shared with configuration files.
 fn parse_value(spec: &'static Key, value: &Expr, errors: &mut Errors) -> Option<Value> {
-    match &spec.takes {
-        Takes::Count => attempts(value, errors).map(Value::Count),
-        Takes::Factor => multiplier(value, errors).map(Value::Factor),
-        Takes::Duration => duration(spec, value, errors).map(Value::Duration),
-        Takes::Word { words, .. } => choice(spec, value, words, errors).map(Value::Word),
+    let checked = match &spec.takes {
+        Takes::Count => match value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(int), ..
+            }) => {
+                // Past `i128`, the count is out of range all the same.
+                let n = int.base10_parse::<i128>().unwrap_or(i128::MAX);
+                check::count(spec, n)
+                    .map(Value::Count)
+                    .map_err(|e| (int.to_token_stream(), e))
+            }
+            _ => Err((value.to_token_stream(), check::expected(spec))),
+        },
+        Takes::Factor => match number(value) {
+            Some(m) => check::factor(spec, m)
+                .map(Value::Factor)
+                .map_err(|e| (value.to_token_stream(), e)),
+            None => Err((value.to_token_stream(), check::expected(spec))),
+        },
+        Takes::Duration => {
+            let lit = string_value(spec, value, errors)?;
+            check::duration(spec, &lit.value())
+                .map(Value::Duration)
+                .map_err(|e| (lit.to_token_stream(), e))
+        }
+        Takes::Word { .. } => {
+            let lit = string_value(spec, value, errors)?;
+            check::word(spec, &lit.value())
+                .map(Value::Word)
+                .map_err(|e| (lit.to_token_stream(), e))
+        }
         Takes::Flag => match value {
             Expr::Lit(ExprLit {
                 lit: Lit::Bool(b), ..
-            }) => Some(Value::Flag(b.value)),
-            _ => {
-                errors.at(
-                    value,
-                    format!(
-                        "`{0}` is a flag: write `{0}` or `{0} = true`/`false`",
-                        spec.name
-                    ),
-                );
-                None
-            }
+            }) => Ok(Value::Flag(b.value)),
+            _ => Err((value.to_token_stream(), check::expected(spec))),
         },
-        Takes::Path(what) => as_path(spec, what, value, errors).map(Value::Path),
-        Takes::Expr => Some(Value::Expr(value.clone())),
+        Takes::Path(_) => match value {
+            Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => {
+                Ok(Value::Path(p.path.clone()))
+            }
+            _ => Err((value.to_token_stream(), check::expected(spec))),
+        },
+        Takes::Expr => Ok(Value::Expr(value.clone())),
+    };
+    match checked {
+        Ok(value) => Some(value),
+        Err((at, message)) => {
+            errors.at(at, message);
+            None
+        }
     }
 }
 
@@ -192,38 +222,9 @@ fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<Option<Expr>> {
     Ok(None)
 }
 
-fn attempts(value: &Expr, errors: &mut Errors) -> Option<u32> {
-    let Expr::Lit(ExprLit {
-        lit: Lit::Int(int), ..
-    }) = value
-    else {
-        errors.at(
-            value,
-            "`attempts` takes a whole number of attempts, such as `attempts = 5`",
-        );
-        return None;
-    };
-    match int.base10_parse::<u32>() {
-        Ok(0) => {
-            errors.at(
-                int,
-                "`attempts` counts every attempt including the first, so it must be at least 1",
-            );
-            None
-        }
-        Ok(n) => Some(n),
-        Err(_) => {
-            errors.at(
-                int,
-                format!("`attempts` must be a whole number from 1 to {}", u32::MAX),
-            );
-            None
-        }
-    }
-}
-
-fn multiplier(value: &Expr, errors: &mut Errors) -> Option<f64> {
-    let parsed = match value {
+/// A number literal, integer or float.
+fn number(value: &Expr) -> Option<f64> {
+    match value {
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
         }) => f.base10_parse::<f64>().ok(),
@@ -231,23 +232,6 @@ fn multiplier(value: &Expr, errors: &mut Errors) -> Option<f64> {
             lit: Lit::Int(i), ..
         }) => i.base10_parse::<f64>().ok(),
         _ => None,
-    };
-    match parsed {
-        Some(m) if m.is_finite() && m > 1.0 => Some(m),
-        Some(_) => {
-            errors.at(
-                value,
-                "`multiplier` must be a number greater than 1, such as `multiplier = 1.5`; for a constant delay use `backoff = \"fixed\"`",
-            );
-            None
-        }
-        None => {
-            errors.at(
-                value,
-                "`multiplier` takes a number greater than 1, such as `multiplier = 2.0`",
-            );
-            None
-        }
     }
 }
 
@@ -257,67 +241,8 @@ fn string_value<'e>(spec: &Key, value: &'e Expr, errors: &mut Errors) -> Option<
             lit: Lit::Str(s), ..
         }) => Some(s),
         _ => {
-            errors.at(
-                value,
-                format!("`{}` takes a string, such as `{}`", spec.name, spec.example),
-            );
+            errors.at(value, check::expected(spec));
             None
         }
     }
-}
-
-/// The runtime variant that the word in `value` names.
-fn choice(
-    spec: &Key,
-    value: &Expr,
-    words: &[(&'static str, &'static str)],
-    errors: &mut Errors,
-) -> Option<&'static str> {
-    let lit = string_value(spec, value, errors)?;
-    let text = lit.value();
-    if let Some((_, variant)) = words.iter().find(|(word, _)| *word == text) {
-        return Some(variant);
-    }
-    let names: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
-    let hint = match nearest(&text, &names) {
-        Some(near) => format!("did you mean \"{near}\"? "),
-        None => String::new(),
-    };
-    let listed: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-    errors.at(
-        lit,
-        format!(
-            "unknown {} \"{text}\"; {hint}expected one of {}",
-            spec.name,
-            listed.join(", ")
-        ),
-    );
-    None
-}
-
-fn duration(spec: &Key, value: &Expr, errors: &mut Errors) -> Option<Duration> {
-    let lit = string_value(spec, value, errors)?;
-    match parse_duration(&lit.value()) {
-        Ok(d) => Some(d),
-        Err(why) => {
-            errors.at(lit, format!("`{}`: {why}", spec.name));
-            None
-        }
-    }
-}
-
-fn as_path(spec: &Key, what: &str, value: &Expr, errors: &mut Errors) -> Option<Path> {
-    if let Expr::Path(p) = value {
-        if p.qself.is_none() && p.attrs.is_empty() {
-            return Some(p.path.clone());
-        }
-    }
-    errors.at(
-        value,
-        format!(
-            "`{}` takes a path to {what}, written without quotes or calls",
-            spec.name
-        ),
-    );
-    None
 }

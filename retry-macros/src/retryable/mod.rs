@@ -1,10 +1,8 @@
 //! `#[retryable(...)]`: parse the arguments, validate them against the function, expand.
 
 mod attr;
-mod duration;
 mod expand;
 mod fresh;
-mod keys;
 mod policy;
 mod protection;
 #[cfg(test)]

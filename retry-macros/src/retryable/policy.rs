@@ -2,7 +2,7 @@
 //! zero-sized type, or the `policy = ...` expression with its overrides.
 
 use super::attr::{Args, Value};
-use super::keys::Takes;
+use crate::vocabulary::keys::Takes;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -34,36 +34,54 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
         let overrides = setters(true);
         let value = Ident::new("__rk_policy", Span::mixed_site());
         let span = expr.span();
-        let policy_of = quote_spanned!(span=> #krate::run::policy_of);
+        // A value that is not a policy is reported once, by `expect_policy` at the value; the
+        // probe then takes the call's snapshot of the policy (a reference to it, or a copy out
+        // of a `PolicyCell`, kept for the whole call) without a second error.
+        let expect = quote_spanned!(span=> #krate::run::expect_policy);
+        let source = Ident::new("__rk_source", Span::mixed_site());
+        let snapshot = quote! {{
+            #[allow(unused_imports)]
+            use #krate::__private::{PolicyViaAsPolicy as _, PolicyViaNothing as _};
+            (&#krate::__private::PolicyProbe(#source)).snapshot()
+        }};
+        let borrow = quote!(::core::borrow::Borrow::<#krate::RetryPolicy>::borrow);
         let setup = if overrides.is_empty() {
             quote! {
-                let #value = &(#expr);
-                let #value: &#krate::RetryPolicy = #policy_of(#value);
+                let #source = &(#expr);
+                #expect(#source);
+                let #value = #snapshot;
             }
         } else {
+            // In a block, so that nothing of the source outlives the copy (an async retryable
+            // future would carry it across every await).
             quote! {
-                let #value: #krate::RetryPolicy = (*#policy_of(&(#expr))) #overrides;
+                let #value: #krate::RetryPolicy = {
+                    let #source = &(#expr);
+                    #expect(#source);
+                    (*#borrow(&#snapshot)) #overrides
+                };
             }
         };
-        let reference = if overrides.is_empty() {
-            quote!(#value)
-        } else {
-            quote!(&#value)
-        };
+        // The call holds the snapshot itself: a `&RetryPolicy` where the policy cannot change
+        // (one pointer, as before cells), the policy by value otherwise (a cell's copy, or the
+        // policy with the overrides applied), and no local beside it.
         let named = Ident::new("__RkOperation", Span::mixed_site());
         let setup = quote! {
             #setup
             #[derive(::core::clone::Clone, ::core::marker::Copy)]
-            struct #named<'p>(&'p #krate::RetryPolicy);
-            impl #krate::run::CallPolicy for #named<'_> {
+            struct #named<S>(S);
+            impl<S> #krate::run::CallPolicy for #named<S>
+            where
+                S: ::core::borrow::Borrow<#krate::RetryPolicy> + ::core::marker::Copy,
+            {
                 #[inline(always)]
                 fn policy(&self) -> &#krate::RetryPolicy {
-                    self.0
+                    #borrow(&self.0)
                 }
                 #operation
             }
         };
-        return (setup, quote!(#named(#reference)));
+        return (setup, quote!(#named(#value)));
     }
 
     // The policy is a constant, and the call finds it through a zero-sized type rather than a
@@ -90,7 +108,7 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
 
 /// Whether `policy = ...` already fixes the key `name` (a key it excludes).
 fn is_shape(name: &str) -> bool {
-    super::keys::find("policy").is_some_and(|policy| policy.excludes.contains(&name))
+    crate::vocabulary::keys::find("policy").is_some_and(|policy| policy.excludes.contains(&name))
 }
 
 /// The argument of a policy builder method for a parsed value.

@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 /// Every accepted key, and a few near misses that are not.
 fn keys() -> Vec<&'static str> {
-    let mut keys = super::keys::names();
+    let mut keys = crate::vocabulary::keys::names();
     keys.extend(["atempts", "self", "r#type", "a::b", "::x", "é"]);
     keys
 }
@@ -92,7 +92,7 @@ fn fragments() -> impl Strategy<Value = String> {
 /// non-exponential backoff, whose examples never clash). Mangled fragments alone almost never
 /// form a valid argument list (14 accepted inputs with an argument in 3 000 draws).
 fn wellformed() -> impl Strategy<Value = String> {
-    let examples: Vec<&'static str> = super::keys::KEYS
+    let examples: Vec<&'static str> = crate::vocabulary::keys::KEYS
         .iter()
         .filter(|k| k.name != "policy")
         .map(|k| k.example)
@@ -102,8 +102,8 @@ fn wellformed() -> impl Strategy<Value = String> {
 
 /// Correct arguments around `policy = ...`: the keys it does not exclude.
 fn wellformed_with_policy() -> impl Strategy<Value = String> {
-    let policy = super::keys::find("policy").map_or(&[][..], |p| p.excludes);
-    let examples: Vec<&'static str> = super::keys::KEYS
+    let policy = crate::vocabulary::keys::find("policy").map_or(&[][..], |p| p.excludes);
+    let examples: Vec<&'static str> = crate::vocabulary::keys::KEYS
         .iter()
         .filter(|k| k.name != "policy" && !policy.contains(&k.name))
         .map(|k| k.example)
@@ -192,7 +192,7 @@ fn the_generator_draws_accepted_arguments_with_every_key() {
             continue;
         }
         with_arguments += 1;
-        for key in super::keys::KEYS {
+        for key in crate::vocabulary::keys::KEYS {
             if args
                 .split(',')
                 .any(|pair| pair.trim().starts_with(&format!("{} ", key.name)))
@@ -214,7 +214,7 @@ fn the_generator_draws_accepted_arguments_with_every_key() {
     // Every key is accepted somewhere in the draws.
     assert_eq!(
         keys_seen.len(),
-        super::keys::KEYS.len(),
+        crate::vocabulary::keys::KEYS.len(),
         "keys reached: {keys_seen:?}"
     );
 }

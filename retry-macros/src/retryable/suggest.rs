@@ -1,57 +1,9 @@
 //! Suggestions for a key or a word the macro does not know: by meaning (the words other retry
 //! libraries use) and by spelling (the nearest accepted word).
 
-use super::keys;
-use crate::spelling::nearest;
+use crate::vocabulary::keys::{self, SYNONYMS};
+use crate::vocabulary::spelling::nearest;
 use syn::{Expr, ExprLit, Lit};
-
-/// Words other retry libraries use, and the key that means the same here.
-const SYNONYMS: &[(&str, &str)] = &[
-    ("retries", "attempts"),
-    ("max_retries", "attempts"),
-    ("max_retry", "attempts"),
-    ("num_retries", "attempts"),
-    ("retry_count", "attempts"),
-    ("max_attempts", "attempts"),
-    ("max_attempt", "attempts"),
-    ("tries", "attempts"),
-    ("max_tries", "attempts"),
-    ("times", "attempts"),
-    ("delay", "base"),
-    ("initial_delay", "base"),
-    ("min_delay", "base"),
-    ("initial_backoff", "base"),
-    ("initial_interval", "base"),
-    ("interval", "base"),
-    ("wait", "base"),
-    ("step", "base"),
-    ("max_backoff", "max_delay"),
-    ("max_interval", "max_delay"),
-    ("max_wait", "max_delay"),
-    ("cap", "max_delay"),
-    ("timeout", "timeout"),
-    ("total_timeout", "deadline"),
-    ("max_elapsed_time", "deadline"),
-    ("max_elapsed", "deadline"),
-    ("max_duration", "deadline"),
-    ("factor", "multiplier"),
-    ("backoff_factor", "multiplier"),
-    ("exponent", "multiplier"),
-    ("on_retry", "on_failure"),
-    ("on_error", "on_failure"),
-    ("notify", "on_failure"),
-    ("breaker", "circuit"),
-    ("circuit_breaker", "circuit"),
-    ("strategy", "backoff"),
-    ("randomize", "jitter"),
-    ("retry_on", "classify"),
-    ("classifier", "classify"),
-    ("when", "classify"),
-    ("hedging", "hedge"),
-    ("hedge_after", "hedge"),
-    ("hedge_delay", "hedge"),
-    ("speculative", "hedge"),
-];
 
 /// The message for an unknown key, with a suggestion when there is one.
 pub(crate) fn unknown_key_message(name: &str, value: Option<&Expr>) -> String {

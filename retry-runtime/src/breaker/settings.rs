@@ -1,9 +1,12 @@
 //! A [`CircuitBreaker`]'s construction and settings: `const fn`s, so that a breaker can be a
 //! `static`. Its state machine is in the parent module.
 
+use super::reconfigure::{self, HALF_OPEN_MAX, SUCCESSES};
 use super::window::RatioRule;
 use super::word::Word;
-use super::{BUCKETS, CircuitBreaker, CircuitState, clamp_u16, nanos_i64};
+use super::{BUCKETS, CircuitBreaker, CircuitState, clamp_u16};
+use crate::registry::Listing;
+use crate::seqlock::Seqlock;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, const_unless_loom};
 use crate::tenancy::Tenancy;
 use std::sync::{Arc, Mutex};
@@ -16,20 +19,13 @@ impl CircuitBreaker {
         /// (`success_threshold` 1), and one probe runs at a time (`half_open_max` 1).
         pub const fn new(failure_threshold: u32, open_for: Duration) -> Self {
             CircuitBreaker {
-                failure_threshold: if failure_threshold == 0 {
-                    1
-                } else {
-                    failure_threshold
-                },
-                open_for,
-                success_threshold: 1,
-                half_open_max: 1,
-                ratio: None,
+                settings: Seqlock::new(reconfigure::initial(failure_threshold, open_for)),
                 hook: None,
                 hook_of: None,
                 name: None,
                 key: Mutex::new(None),
                 tenancy: Tenancy::own(),
+                listing: Listing::new(false),
                 state: AtomicU64::new(Word::CLOSED.pack()),
                 failures: AtomicU32::new(0),
                 open_until: AtomicI64::new(0),
@@ -38,104 +34,105 @@ impl CircuitBreaker {
         }
     }
 
-    /// How many probe successes close a half-open breaker (default 1; 0 means 1).
-    ///
-    /// It may exceed `half_open_max`: probes are then admitted as earlier ones finish, until
-    /// enough have succeeded.
-    pub const fn success_threshold(mut self, n: u32) -> Self {
-        self.success_threshold = clamp_u16(n);
-        self
+    const_unless_loom! {
+        /// How many probe successes close a half-open breaker (default 1; 0 means 1).
+        ///
+        /// It may exceed `half_open_max`: probes are then admitted as earlier ones finish, until
+        /// enough have succeeded.
+        pub const fn success_threshold(mut self, n: u32) -> Self {
+            self.settings = self.settings.with(SUCCESSES, clamp_u16(n) as u64);
+            self
+        }
     }
 
-    /// How many probes may run at once while half-open (default 1; 0 means 1). Further calls
-    /// are refused with a [`CircuitOpen`](crate::CircuitOpen) whose `retry_after` is zero,
-    /// since a slot frees up as soon as a probe ends. A probe keeps its slot until it ends even
-    /// if the breaker has reopened meanwhile, so the dependency never sees more than this many
-    /// probes at once.
-    pub const fn half_open_max(mut self, n: u32) -> Self {
-        self.half_open_max = clamp_u16(n);
-        self
+    const_unless_loom! {
+        /// How many probes may run at once while half-open (default 1; 0 means 1). Further calls
+        /// are refused with a [`CircuitOpen`](crate::CircuitOpen) whose `retry_after` is zero,
+        /// since a slot frees up as soon as a probe ends. A probe keeps its slot until it ends even
+        /// if the breaker has reopened meanwhile, so the dependency never sees more than this many
+        /// probes at once.
+        pub const fn half_open_max(mut self, n: u32) -> Self {
+            self.settings = self.settings.with(HALF_OPEN_MAX, clamp_u16(n) as u64);
+            self
+        }
     }
 
-    /// Also open when failures make up at least `ratio` of the outcomes seen in the last
-    /// `window`, once at least `min_calls` outcomes were seen there: the failure-rate rule of
-    /// resilience4j's time-based window and Polly's advanced breaker.
-    ///
-    /// Both rules apply: the breaker opens on whichever is met first. For the ratio alone,
-    /// pass `u32::MAX` as `failure_threshold`. `ratio` is clamped to `0.0..=1.0` and kept to
-    /// six decimal places (a NaN means 1.0). The window is kept as ten buckets of `window / 10`,
-    /// so outcomes leave it a tenth of the window at a time, and each bucket counts up to about
-    /// a million outcomes (further ones in that bucket are not sampled). Opening, and closing
-    /// again, clear it. In this mode every call reads the clock to record its outcome.
-    ///
-    /// ```
-    /// # extern crate retry_runtime as retry_kit;
-    /// use retry_kit::{CircuitBreaker, CircuitState};
-    /// use std::time::Duration;
-    ///
-    /// // Open when half the calls of the last 30 s failed, once 20 calls were seen.
-    /// static SEARCH: CircuitBreaker = CircuitBreaker::new(u32::MAX, Duration::from_secs(5))
-    ///     .failure_ratio(0.5, Duration::from_secs(30), 20);
-    ///
-    /// for i in 0..19 {
-    ///     let permit = SEARCH.try_acquire().unwrap();
-    ///     if i % 2 == 0 { permit.failed() } else { permit.succeeded() }
-    /// }
-    /// assert_eq!(SEARCH.state(), CircuitState::Closed); // 10 of 19: too few calls yet
-    /// SEARCH.try_acquire().unwrap().failed();
-    /// assert_eq!(SEARCH.state(), CircuitState::Open); // 11 of 20 failed
-    /// ```
-    pub const fn failure_ratio(mut self, ratio: f64, window: Duration, min_calls: u32) -> Self {
-        let ppm = if ratio >= 1.0 || ratio.is_nan() {
-            1_000_000
-        } else if ratio > 0.0 {
-            (ratio * 1_000_000.0 + 0.5) as u64
-        } else {
-            0
-        };
-        let bucket = nanos_i64(window) / BUCKETS as i64;
-        self.ratio = Some(RatioRule {
-            ppm,
-            min_calls: if min_calls == 0 { 1 } else { min_calls },
-            bucket: if bucket < 1 { 1 } else { bucket },
-        });
-        self
+    const_unless_loom! {
+        /// Also open when failures make up at least `ratio` of the outcomes seen in the last
+        /// `window`, once at least `min_calls` outcomes were seen there: the failure-rate rule of
+        /// resilience4j's time-based window and Polly's advanced breaker.
+        ///
+        /// Both rules apply: the breaker opens on whichever is met first. For the ratio alone,
+        /// pass `u32::MAX` as `failure_threshold`. `ratio` is clamped to `0.0..=1.0` and kept to
+        /// six decimal places (a NaN means 1.0). The window is kept as ten buckets of `window / 10`,
+        /// so outcomes leave it a tenth of the window at a time, and each bucket counts up to about
+        /// a million outcomes (further ones in that bucket are not sampled). Opening, and closing
+        /// again, clear it. In this mode every call reads the clock to record its outcome.
+        ///
+        /// ```
+        /// # extern crate retry_runtime as retry_kit;
+        /// use retry_kit::{CircuitBreaker, CircuitState};
+        /// use std::time::Duration;
+        ///
+        /// // Open when half the calls of the last 30 s failed, once 20 calls were seen.
+        /// static SEARCH: CircuitBreaker = CircuitBreaker::new(u32::MAX, Duration::from_secs(5))
+        ///     .failure_ratio(0.5, Duration::from_secs(30), 20);
+        ///
+        /// for i in 0..19 {
+        ///     let permit = SEARCH.try_acquire().unwrap();
+        ///     if i % 2 == 0 { permit.failed() } else { permit.succeeded() }
+        /// }
+        /// assert_eq!(SEARCH.state(), CircuitState::Closed); // 10 of 19: too few calls yet
+        /// SEARCH.try_acquire().unwrap().failed();
+        /// assert_eq!(SEARCH.state(), CircuitState::Open); // 11 of 20 failed
+        /// ```
+        pub const fn failure_ratio(mut self, ratio: f64, window: Duration, min_calls: u32) -> Self {
+            let words = RatioRule::new(ratio, window, min_calls).words();
+            let mut i = 0;
+            while i < words.len() {
+                self.settings = self.settings.with(words[i].0, words[i].1);
+                i += 1;
+            }
+            self
+        }
     }
 
-    /// Name the breaker, for its `tracing` events (the `breaker` field; `"unnamed"` without).
-    ///
-    /// With the `tracing` feature every state change is an event with target `retry_kit` and
-    /// the fields `breaker`, `from` and `to` (`closed`, `open`, `half_open`): `WARN` when it
-    /// opens, `INFO` otherwise.
-    ///
-    /// ```
-    /// # extern crate retry_runtime as retry_kit;
-    /// use retry_kit::CircuitBreaker;
-    /// use std::time::Duration;
-    ///
-    /// static PAYMENTS: CircuitBreaker =
-    ///     CircuitBreaker::new(5, Duration::from_secs(30)).name("payments");
-    /// assert_eq!(PAYMENTS.label(), Some("payments"));
-    /// ```
-    pub const fn name(mut self, name: &'static str) -> Self {
-        self.name = Some(name);
-        self
+    const_unless_loom! {
+        /// Name the breaker, for its `tracing` events (the `breaker` field; `"unnamed"` without).
+        ///
+        /// With the `tracing` feature every state change is an event with target `retry_kit` and
+        /// the fields `breaker`, `from` and `to` (`closed`, `open`, `half_open`): `WARN` when it
+        /// opens, `INFO` otherwise.
+        ///
+        /// ```
+        /// # extern crate retry_runtime as retry_kit;
+        /// use retry_kit::CircuitBreaker;
+        /// use std::time::Duration;
+        ///
+        /// static PAYMENTS: CircuitBreaker =
+        ///     CircuitBreaker::new(5, Duration::from_secs(30)).name("payments");
+        /// assert_eq!(PAYMENTS.label(), Some("payments"));
+        /// ```
+        pub const fn name(mut self, name: &'static str) -> Self {
+            self.name = Some(name);
+            // Enlisted in the registry by its first call, which finds the mark.
+            self.state = AtomicU64::new(Word::CLOSED.pack() | Word::UNLISTED);
+            self
+        }
     }
 
     /// A closed breaker with this one's settings, as an entry of a [`PerKey`](crate::PerKey)
     /// labelled `key`.
     pub(crate) fn entry_copy(&self, key: Option<Box<str>>) -> Self {
         CircuitBreaker {
-            failure_threshold: self.failure_threshold,
-            open_for: self.open_for,
-            success_threshold: self.success_threshold,
-            half_open_max: self.half_open_max,
-            ratio: self.ratio,
+            settings: Seqlock::new(self.settings.read()),
             hook: self.hook,
             hook_of: self.hook_of,
             name: self.name,
             key: Mutex::new(key.map(Arc::from)),
             tenancy: Tenancy::leased(),
+            // The table it belongs to lists it, with its key.
+            listing: Listing::new(false),
             state: AtomicU64::new(Word::CLOSED.pack()),
             failures: AtomicU32::new(0),
             open_until: AtomicI64::new(0),

@@ -56,7 +56,7 @@ impl CircuitBreaker {
     }
 
     pub(super) fn clear_window(&self) {
-        if self.ratio.is_some() {
+        if self.has_ratio() {
             for slot in &self.window {
                 slot.store(0, Ordering::Relaxed);
             }

@@ -5,6 +5,11 @@ use super::CircuitState;
 /// The breaker's state word: phase (2 bits), generation (30 bits, wrapping), probes in flight
 /// (16 bits) and probe successes (16 bits). The generation changes on every phase change, so an
 /// outcome reported after its phase ended is recognised and ignored.
+///
+/// Phase bits 3 ([`Word::UNLISTED`]) mean closed, in a named breaker that its first call has
+/// yet to enlist in the registry: the hot path's "closed?" check (phase bits 0) fails for it,
+/// so the first call takes the slow path, which enlists the breaker and clears the mark. The
+/// closed success path pays nothing for the registry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Word {
     pub(super) phase: CircuitState,
@@ -15,6 +20,8 @@ pub(super) struct Word {
 
 impl Word {
     pub(super) const GENERATION_MASK: u32 = (1 << 30) - 1;
+    /// The phase bits of a closed breaker still to be enlisted (see above).
+    pub(super) const UNLISTED: u64 = 3 << 62;
     pub(super) const CLOSED: Word = Word {
         phase: CircuitState::Closed,
         generation: 0,
@@ -38,9 +45,9 @@ impl Word {
     pub(super) fn unpack(word: u64) -> Word {
         Word {
             phase: match word >> 62 {
-                0 => CircuitState::Closed,
                 1 => CircuitState::Open,
-                _ => CircuitState::HalfOpen,
+                2 => CircuitState::HalfOpen,
+                _ => CircuitState::Closed,
             },
             generation: (word >> 32) as u32 & Self::GENERATION_MASK,
             in_flight: (word >> 16) as u16,

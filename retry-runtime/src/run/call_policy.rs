@@ -2,6 +2,7 @@
 //! accepts ([`AsPolicy`]).
 
 use crate::policy::RetryPolicy;
+use std::borrow::Borrow;
 
 /// Where a [`Call`](super::Call) finds its policy: a reference to one, or a zero-sized type
 /// naming a constant, which is what `#[retryable]` makes of a policy written in the attribute,
@@ -42,46 +43,134 @@ impl CallPolicy for &RetryPolicy {
     }
 }
 
-/// What `#[retryable(policy = ...)]` accepts: a [`RetryPolicy`] or a reference to one.
+/// What `#[retryable(policy = ...)]` accepts: a [`RetryPolicy`], a reference to one, or a
+/// [`PolicyCell`](crate::PolicyCell) (a policy replaced at run time).
+///
+/// A call takes a [`snapshot`](Self::snapshot) when it starts and runs under it to the end: a
+/// reference to the policy itself where it cannot change (no copy is made), a copy out of a
+/// cell, so that a reload never changes the schedule of a call under way.
 #[diagnostic::on_unimplemented(
-    message = "`policy = ...` takes a `RetryPolicy` or a `&RetryPolicy`, not `{Self}`",
+    message = "`policy = ...` takes a `RetryPolicy`, a `&RetryPolicy` or a `PolicyCell`, not `{Self}`",
     label = "expected a `RetryPolicy`"
 )]
 pub trait AsPolicy {
-    /// The policy.
-    fn as_policy(&self) -> &RetryPolicy;
+    /// What a call holds of the policy: `&RetryPolicy`, or a copy.
+    type Snapshot<'a>: Borrow<RetryPolicy>
+    where
+        Self: 'a;
+    /// The policy for one call.
+    fn snapshot(&self) -> Self::Snapshot<'_>;
 }
 
 impl AsPolicy for RetryPolicy {
+    type Snapshot<'a> = &'a RetryPolicy;
     #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
+    fn snapshot(&self) -> &RetryPolicy {
         self
     }
 }
 
 impl<P: AsPolicy + ?Sized> AsPolicy for &P {
+    type Snapshot<'a>
+        = P::Snapshot<'a>
+    where
+        Self: 'a;
     #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
-        (**self).as_policy()
+    fn snapshot(&self) -> P::Snapshot<'_> {
+        (**self).snapshot()
     }
 }
 
 impl<P: AsPolicy + ?Sized> AsPolicy for std::sync::Arc<P> {
+    type Snapshot<'a>
+        = P::Snapshot<'a>
+    where
+        Self: 'a;
     #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
-        (**self).as_policy()
+    fn snapshot(&self) -> P::Snapshot<'_> {
+        (**self).snapshot()
     }
 }
 
 impl<P: AsPolicy + ?Sized> AsPolicy for Box<P> {
+    type Snapshot<'a>
+        = P::Snapshot<'a>
+    where
+        Self: 'a;
     #[inline]
-    fn as_policy(&self) -> &RetryPolicy {
-        (**self).as_policy()
+    fn snapshot(&self) -> P::Snapshot<'_> {
+        (**self).snapshot()
     }
 }
 
-/// The policy behind `policy = expr`.
+/// The policy behind `policy = expr`, for one call: borrow the snapshot
+/// (`Borrow::<RetryPolicy>::borrow(&snapshot)`) for the call's `&RetryPolicy`.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::run::policy_of;
+/// use retry_kit::{PolicyCell, RetryPolicy};
+/// use std::borrow::Borrow;
+///
+/// static CELL: PolicyCell = PolicyCell::new(RetryPolicy::new().attempts(5));
+/// let snapshot = policy_of(&CELL);
+/// let policy: &RetryPolicy = snapshot.borrow();
+/// assert_eq!(policy.max_attempts(), 5);
+/// ```
 #[inline]
-pub fn policy_of<P: AsPolicy + ?Sized>(policy: &P) -> &RetryPolicy {
-    policy.as_policy()
+pub fn policy_of<P: AsPolicy + ?Sized>(policy: &P) -> P::Snapshot<'_> {
+    policy.snapshot()
+}
+
+/// What `#[retryable(policy = ...)]` checks its value with: the one place a value that is not a
+/// policy is reported (the expansion then takes the snapshot through a probe that does not
+/// report it again). Code written by hand calls [`policy_of`], which checks the same.
+#[inline(always)]
+pub fn expect_policy<P: AsPolicy + ?Sized>(policy: &P) {
+    let _ = policy;
+}
+
+/// Diagnostics glue of `#[retryable(policy = ...)]`: `(&PolicyProbe(&value)).snapshot()` is
+/// [`policy_of`] when the value is a policy ([`PolicyViaAsPolicy`]), and otherwise a stand-in
+/// ([`PolicyViaNothing`]) that compiles, so that the mistake is reported once, by
+/// [`expect_policy`], and not again wherever the snapshot is used.
+#[doc(hidden)]
+pub struct PolicyProbe<'a, P: ?Sized>(pub &'a P);
+
+impl<P: ?Sized> Clone for PolicyProbe<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P: ?Sized> Copy for PolicyProbe<'_, P> {}
+
+/// See [`PolicyProbe`].
+#[doc(hidden)]
+pub trait PolicyViaAsPolicy {
+    /// The snapshot.
+    type Snapshot: Borrow<RetryPolicy>;
+    /// The policy for one call.
+    fn snapshot(self) -> Self::Snapshot;
+}
+
+impl<'a, P: AsPolicy + ?Sized> PolicyViaAsPolicy for &PolicyProbe<'a, P> {
+    type Snapshot = P::Snapshot<'a>;
+    #[inline(always)]
+    fn snapshot(self) -> P::Snapshot<'a> {
+        self.0.snapshot()
+    }
+}
+
+/// See [`PolicyProbe`].
+#[doc(hidden)]
+pub trait PolicyViaNothing {
+    /// A stand-in, in code that does not compile anyway.
+    fn snapshot(self) -> RetryPolicy;
+}
+
+impl<P: ?Sized> PolicyViaNothing for PolicyProbe<'_, P> {
+    fn snapshot(self) -> RetryPolicy {
+        RetryPolicy::new()
+    }
 }

@@ -7,6 +7,7 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{ForEachRequest, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
+use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::Classifier;
 use crate::run::retry::begin;
 use crate::run::shared::Shared;
@@ -260,7 +261,16 @@ impl HttpRetryLayer {
     /// Retry by `policy`, keeping up to [`DEFAULT_BODY_LIMIT`] bytes of each body for replay.
     pub const fn new(policy: RetryPolicy) -> Self {
         HttpRetryLayer {
-            settings: HttpSettings::new(policy),
+            settings: HttpSettings::new(PolicySource::Own(policy)),
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+
+    /// Retry each request by the policy `cell` holds when the request starts (a policy
+    /// replaced at run time, see [`PolicyCell`]).
+    pub const fn from_cell(cell: &'static PolicyCell) -> Self {
+        HttpRetryLayer {
+            settings: HttpSettings::new(PolicySource::Cell(cell)),
             body_limit: DEFAULT_BODY_LIMIT,
         }
     }

@@ -193,3 +193,22 @@ async fn with_idempotency_keys_a_post_carries_one_key_on_every_attempt() {
     );
     assert_eq!(seen[2].2, None);
 }
+
+#[tokio::test]
+async fn a_middleware_made_from_a_cell_reads_the_policy_it_holds_when_each_request_starts() {
+    static POLICY: retry_kit::PolicyCell =
+        retry_kit::PolicyCell::new(RetryPolicy::fixed(Duration::from_millis(10)).attempts(2));
+    let (addr, seen) = serve(|_| (StatusCode::SERVICE_UNAVAILABLE, None)).await;
+    let client = client(RetryMiddleware::from_cell(&POLICY));
+    let get = || client.get(format!("http://{addr}/"));
+    let (response, _) = testing::record_sleeps_async(get().send()).await;
+    assert_eq!(response.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(seen.lock().unwrap().len(), 2);
+
+    // Reloaded: the same client's next request runs under the new policy.
+    POLICY.set(RetryPolicy::fixed(Duration::from_millis(10)).attempts(3));
+    let (response, slept) = testing::record_sleeps_async(get().send()).await;
+    assert_eq!(response.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(seen.lock().unwrap().len(), 2 + 3);
+    assert_eq!(slept, [Duration::from_millis(10); 2]);
+}

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 /// Units a duration string may end in, with their length in nanoseconds.
-const UNITS: &[(&str, u128)] = &[
+pub(crate) const UNITS: &[(&str, u128)] = &[
     ("ns", 1),
     ("us", 1_000),
     ("µs", 1_000),
