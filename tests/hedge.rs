@@ -599,3 +599,61 @@ async fn an_attempt_that_fails_at_once_waits_its_retry_after_not_the_hedge_delay
     assert_eq!(*starts.lock().unwrap(), [Duration::ZERO, 200 * MS]);
     assert_eq!(origin.elapsed(), 200 * MS);
 }
+
+/// The keys attempts of `ask_late` saw, by attempt number.
+static LATE_KEYS: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
+
+/// Attempts 1 and 2 ask for the key only after 100 ms (once a hedge is running beside them)
+/// and fail; attempt 3, started when attempt 1 fails, asks after 60 ms (after attempt 2 failed)
+/// and answers.
+#[retryable(attempts = 3, idempotent, hedge = "50ms")]
+async fn ask_late() -> Result<u32, ReadError> {
+    let n = current_attempt().unwrap().number();
+    sleep(Duration::from_millis(if n < 3 { 100 } else { 60 })).await;
+    let key = current_attempt().unwrap().idempotency_key().to_string();
+    LATE_KEYS.lock().unwrap().push((n, key));
+    if n < 3 {
+        Err(ReadError::Unavailable)
+    } else {
+        Ok(n)
+    }
+}
+
+/// The key is drawn when a second attempt starts beside the first (not when the first starts,
+/// which a call that never hedges never pays for), and every attempt sees that one.
+#[tokio::test(start_paused = true)]
+async fn attempts_that_ask_for_the_key_after_a_hedge_started_all_see_one() {
+    LATE_KEYS.lock().unwrap().clear();
+    assert_eq!(ask_late().await, Ok(3));
+    let keys = LATE_KEYS.lock().unwrap().clone();
+    assert_eq!(keys.iter().map(|k| k.0).collect::<Vec<_>>(), [1, 2, 3]);
+    assert!(keys.iter().all(|k| k.1 == keys[0].1 && k.1.len() == 32));
+}
+
+static EARLY_KEYS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Attempt 1 asks for the key and fails at once, alone; attempt 2 starts alone too.
+#[retryable(attempts = 2, idempotent, hedge = "50ms", base = "0ms")]
+async fn ask_then_fail() -> Result<u32, ReadError> {
+    let attempt = current_attempt().unwrap();
+    EARLY_KEYS
+        .lock()
+        .unwrap()
+        .push(attempt.idempotency_key().to_string());
+    if attempt.number() == 1 {
+        Err(ReadError::Unavailable)
+    } else {
+        Ok(2)
+    }
+}
+
+/// An attempt that ran alone and drew the key passes it on when it ends: the next attempt,
+/// alone too, sends the same one.
+#[tokio::test(start_paused = true)]
+async fn a_key_drawn_by_an_attempt_that_ran_alone_is_the_next_attempts() {
+    EARLY_KEYS.lock().unwrap().clear();
+    assert_eq!(ask_then_fail().await, Ok(2));
+    let keys = EARLY_KEYS.lock().unwrap().clone();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0], keys[1]);
+}

@@ -186,19 +186,40 @@ impl CallCtx {
     }
 
     /// The context of one hedged attempt of this call (see [`Hedge`](crate::run::Hedge)): its own
-    /// number (the call's attempt count now), this call's key and deadline. Several run at
-    /// once, so the key is drawn now if no attempt has asked for it yet: each attempt must see
-    /// the same one.
+    /// number (the call's attempt count now), this call's key as far as it is known, and its
+    /// deadline. The key is not drawn here: an attempt that runs alone draws it if its body
+    /// asks; attempts that run side by side are given one first ([`share_key`](Self::share_key)).
     pub(crate) fn for_hedge(&self) -> CallCtx {
-        // Not entered itself: the enclosing call, if any, is the current one.
-        let key = self.key_in(CURRENT.with(Cell::get)).0;
         CallCtx {
             attempt: Cell::new(self.attempt()),
-            key: Cell::new(halves(key)),
+            key: Cell::new(self.key.get()),
             deadline: self.deadline,
             nested: Cell::new(0),
             parent: Cell::new(0),
             operation: self.operation,
+        }
+    }
+
+    /// Take `attempt`'s key if this call has none yet: an attempt that drew it (its body asked)
+    /// passes it on when it ends, so that later attempts send the same one.
+    #[inline]
+    pub(crate) fn adopt_key(&self, attempt: &CallCtx) {
+        if self.key.get() == [0, 0] {
+            self.key.set(attempt.key.get());
+        }
+    }
+
+    /// Before an attempt starts beside running ones: one key for all of them, the one a running
+    /// attempt drew (pass them as `running`) or, if none did, drawn now (derived, inside another
+    /// call's attempt), and given to the running attempts that lack it.
+    pub(crate) fn share_key<'a>(&self, running: impl Iterator<Item = &'a CallCtx> + Clone) {
+        for attempt in running.clone() {
+            self.adopt_key(attempt);
+        }
+        // Not entered itself: the enclosing call, if any, is the current one.
+        let _ = self.key_in(CURRENT.with(Cell::get));
+        for attempt in running {
+            attempt.adopt_key(self);
         }
     }
 

@@ -140,6 +140,10 @@ impl<F: Future, D> Hedging<F, D> {
         S: Protection<'p, Hold = D>,
     {
         let mut this = self.project();
+        if this.first.is_some() || !this.others.is_empty() {
+            let running = (this.first.iter()).chain(this.others.iter().map(|b| &b.running));
+            call.context().share_key(running.map(|r| &r.ctx));
+        }
         let (number, ctx, hold) = call.begin_hedge();
         let running = Running { number, ctx, hold };
         if this.first.is_none() && this.others.is_empty() {
@@ -253,14 +257,16 @@ impl<F: Future, D> Hedging<F, D> {
         ) {
             if let Poll::Ready(out) = poll_one(running, attempt, call, cx) {
                 this.first_attempt.set(None);
-                let Running { number, hold, .. } = this.first.take()?;
+                let Running { number, hold, ctx } = this.first.take()?;
+                call.context().adopt_key(&ctx);
                 return Some(Event::Finished { number, out, hold });
             }
         }
         for i in 0..this.others.len() {
             let Boxed { running, attempt } = &mut this.others[i];
             if let Poll::Ready(out) = poll_one(running, attempt.as_mut(), call, cx) {
-                let Running { number, hold, .. } = this.others.remove(i).running;
+                let Running { number, hold, ctx } = this.others.remove(i).running;
+                call.context().adopt_key(&ctx);
                 return Some(Event::Finished { number, out, hold });
             }
         }

@@ -54,6 +54,12 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         (self.ctx.attempt(), self.ctx.for_hedge(), hold)
     }
 
+    /// Hedged calls: the call's own context (its key, which attempts side by side share).
+    #[inline]
+    pub(in crate::run) fn context(&self) -> &CallCtx {
+        &self.ctx
+    }
+
     /// Hedged calls: admit one more attempt beside the running ones while another may start,
     /// the deadline has not passed, and the budget and the breaker allow it as they would a
     /// retry.
