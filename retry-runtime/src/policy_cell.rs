@@ -143,6 +143,18 @@ pub(crate) enum PolicySource {
     Cell(&'static PolicyCell),
 }
 
+/// The same policy, or the same cell.
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+impl PartialEq for PolicySource {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (PolicySource::Own(a), PolicySource::Own(b)) => a == b,
+            (PolicySource::Cell(a), PolicySource::Cell(b)) => std::ptr::eq(*a, *b),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 impl PolicySource {
     /// The policy for a request starting now.

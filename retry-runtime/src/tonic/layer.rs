@@ -5,6 +5,7 @@ use super::service::GrpcRetryService;
 use super::service_config::{self, ServiceConfigError};
 use crate::per_request::{Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
+use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::{NoHook, Retry};
 use crate::{CircuitBreaker, RetryBudget};
 use std::sync::Arc;
@@ -85,6 +86,27 @@ impl GrpcRetryLayer {
     /// # let _ = layer;
     /// ```
     pub fn new(policy: RetryPolicy) -> Self {
+        GrpcRetryLayer::by(PolicySource::Own(policy))
+    }
+
+    /// As [`new`](Self::new), by the policy `cell` holds when each call starts: a
+    /// [`PolicyCell::set`] reaches every channel the layer wraps from its next call on.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use retry_kit::{PolicyCell, RetryPolicy};
+    ///
+    /// static POLICY: PolicyCell = PolicyCell::new(RetryPolicy::new().attempts(3));
+    /// let layer = GrpcRetryLayer::from_cell(&POLICY);
+    /// POLICY.set(RetryPolicy::new().attempts(5));
+    /// # let _ = layer;
+    /// ```
+    pub fn from_cell(cell: &'static PolicyCell) -> Self {
+        GrpcRetryLayer::by(PolicySource::Cell(cell))
+    }
+
+    fn by(policy: PolicySource) -> Self {
         let method = Method {
             plan: Plan::Retry {
                 policy,

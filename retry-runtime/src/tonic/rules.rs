@@ -4,6 +4,7 @@
 //! service's, then the default.
 
 use crate::policy::RetryPolicy;
+use crate::policy_cell::PolicySource;
 use ::tonic::Code;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -44,8 +45,9 @@ pub(crate) enum Rule {
 pub(crate) enum Plan {
     /// One attempt: neither `retryPolicy` nor `hedgingPolicy` (the `timeout` still applies).
     Once,
-    /// One attempt after another, by `policy`.
-    Retry { policy: RetryPolicy, rule: Rule },
+    /// One attempt after another, by `policy` (the layer's own, or what a cell holds when the
+    /// call starts).
+    Retry { policy: PolicySource, rule: Rule },
     /// A new attempt beside the running ones every `delay`, up to the policy's attempts.
     Hedge {
         policy: RetryPolicy,
@@ -146,7 +148,7 @@ mod tests {
     fn retry(attempts: u32) -> Method {
         Method {
             plan: Plan::Retry {
-                policy: RetryPolicy::new().attempts(attempts),
+                policy: PolicySource::Own(RetryPolicy::new().attempts(attempts)),
                 rule: Rule::Table,
             },
             timeout: None,

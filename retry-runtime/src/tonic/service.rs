@@ -134,7 +134,7 @@ where
                 Rule::Listed(Codes::default()),
                 None,
             ),
-            Plan::Retry { policy, rule } => (policy, rule, None),
+            Plan::Retry { policy, rule } => (policy.current(), rule, None),
             Plan::Hedge {
                 policy,
                 delay,

@@ -7,6 +7,7 @@
 
 use super::rules::{Codes, Method, Plan, Rule, Rules};
 use crate::policy::{Jitter, RetryPolicy};
+use crate::policy_cell::PolicySource;
 use ::tonic::Code;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -199,7 +200,7 @@ fn retry_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
         .jitter(Jitter::Full)
         .attempts(attempts);
     Ok(Plan::Retry {
-        policy,
+        policy: PolicySource::Own(policy),
         rule: Rule::Listed(codes),
     })
 }

@@ -812,3 +812,31 @@ async fn no_hedge_starts_at_or_below_half_the_tokens() {
     })
     .await
 }
+
+static RELOADED: retry_kit::PolicyCell =
+    retry_kit::PolicyCell::new(RetryPolicy::fixed(Duration::from_millis(1)).attempts(2));
+
+/// `from_cell`: each call takes the policy the cell holds when it starts, so a reload reaches
+/// the channel's next call.
+#[tokio::test]
+async fn a_layer_from_a_cell_follows_the_cells_reload() {
+    bounded(async {
+        let (addr, log) = serve(|n, _| match n {
+            1..=3 => Act::Status(Code::Unavailable, None),
+            _ => Act::Pass,
+        })
+        .await;
+        let (mut client, _) = connect(addr, GrpcRetryLayer::from_cell(&RELOADED)).await;
+        // Two attempts, both UNAVAILABLE.
+        assert_eq!(
+            check(&mut client).await.unwrap_err().code(),
+            Code::Unavailable
+        );
+        assert_eq!(log.requests(), 2);
+        RELOADED.set(RetryPolicy::fixed(Duration::from_millis(1)).attempts(4));
+        // The third request fails, the fourth answers: two attempts of the new four.
+        assert_eq!(check(&mut client).await.unwrap(), SERVING);
+        assert_eq!(log.requests(), 4);
+    })
+    .await
+}
