@@ -243,3 +243,52 @@ fn per_key_entries_are_listed_under_the_key_they_serve_now() {
         ]
     );
 }
+
+static LATE: retry_kit::PerKey<CircuitBreaker, 4> =
+    retry_kit::PerKey::new(CircuitBreaker::new(1, Duration::from_secs(60)).name("registry-late"));
+
+#[retryable(attempts = 1, circuit = LATE, key = host)]
+fn fetch_late(host: &str) -> Result<(), Down> {
+    let _ = host;
+    Err(Down::Unavailable)
+}
+
+/// An entry first made by `PerKey::get` (an admin endpoint reading a host's state before any
+/// traffic), which knows no text for its key, is labelled by the first call that does.
+#[test]
+fn an_entry_made_by_get_is_labelled_by_the_next_call_that_knows_its_key() {
+    assert_eq!(LATE.get("d.example").state(), CircuitState::Closed);
+    let _ = testing::record_sleeps(|| fetch_late("d.example"));
+    let listed: Vec<_> = registry::snapshot()
+        .breakers
+        .into_iter()
+        .filter(|b| b.name == Some("registry-late"))
+        .map(|b| (b.key, b.state))
+        .collect();
+    assert_eq!(listed, [(Some("d.example".to_owned()), CircuitState::Open)]);
+}
+
+#[derive(Hash, Debug)]
+struct Tenant(u32);
+
+static TENANTS: retry_kit::PerKey<RetryBudget, 4> =
+    retry_kit::PerKey::new(RetryBudget::new(10, 0.1).name("registry-tenants"));
+
+#[retryable(attempts = 1, budget = TENANTS, key = tenant)]
+fn charge(tenant: &Tenant) -> Result<(), Down> {
+    let _ = tenant;
+    Err(Down::Unavailable)
+}
+
+/// A key without `Display` is labelled by its `Debug` text.
+#[test]
+fn a_key_without_display_is_listed_by_its_debug_text() {
+    let _ = charge(&Tenant(7));
+    let listed: Vec<_> = registry::snapshot()
+        .budgets
+        .into_iter()
+        .filter(|b| b.name == Some("registry-tenants"))
+        .map(|b| (b.key, b.tokens))
+        .collect();
+    assert_eq!(listed, [(Some("Tenant(7)".to_owned()), 9.0)]);
+}

@@ -374,7 +374,8 @@ impl CircuitBreaker {
     /// The key of a [`PerKey`](crate::PerKey) entry, as text, when the code that made the entry
     /// knew it: the tower and reqwest layers key entries by the request's authority written
     /// `host:port` (`"api.example:443"`), and `#[retryable(key = ..)]` by the key's `Display`
-    /// text. `None` for a breaker of its own, or an entry made by [`PerKey::get`](crate::PerKey::get).
+    /// text (else its `Debug` text). `None` for a breaker of its own, or for an entry made by
+    /// [`PerKey::get`](crate::PerKey::get) until a call that knows its key's text uses it.
     ///
     /// An entry keeps its place in the table only while its key does: when a full table gives
     /// the place to another key, the entry is reset in place and this names the new key.
@@ -588,6 +589,21 @@ impl CircuitBreaker {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = key.map(Arc::from);
     }
 
+    /// Label this `PerKey` entry with `key` if it has no label yet and still serves the key a
+    /// lease taken under `tenancy` was for (a reset for another key labels it itself, after
+    /// ending the tenancy, under the same lock); whether it did.
+    pub(crate) fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
+        let mut label = self
+            .key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if label.is_some() || !self.tenancy.holds(tenancy) {
+            return label.is_some() && self.tenancy.holds(tenancy);
+        }
+        *label = Some(Arc::from(key));
+        true
+    }
+
     /// The tenancy a call that leases this breaker now holds it under.
     #[inline]
     pub(crate) fn tenancy(&self) -> u32 {
@@ -601,6 +617,7 @@ impl fmt::Debug for CircuitBreaker {
         let settings = self.settings();
         f.debug_struct("CircuitBreaker")
             .field("name", &self.name)
+            .field("key", &self.key())
             .field("phase", &w.phase)
             .field("failures", &self.failures.load(Ordering::Relaxed))
             .field("probes_in_flight", &w.in_flight)

@@ -169,6 +169,21 @@ impl RetryBudget {
         self.publish();
     }
 
+    /// Label this `PerKey` entry with `key` if it has no label yet and still serves the key a
+    /// lease taken under `tenancy` was for (a reset for another key labels it itself, after
+    /// ending the tenancy, under the same lock); whether it did.
+    pub(crate) fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
+        let mut label = self
+            .key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if label.is_some() || !self.tenancy.holds(tenancy) {
+            return label.is_some() && self.tenancy.holds(tenancy);
+        }
+        *label = Some(Arc::from(key));
+        true
+    }
+
     /// The tenancy a call that leases this budget now holds it under.
     #[inline]
     pub(crate) fn tenancy(&self) -> u32 {

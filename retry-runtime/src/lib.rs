@@ -106,6 +106,6 @@ pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
-    pub use crate::per_key::{KeyText, KeyViaDisplay, KeyViaNothing};
+    pub use crate::per_key::{KeyText, KeyViaDebug, KeyViaDisplay, KeyViaNothing};
     pub use crate::run::call_policy::{PolicyProbe, PolicyViaAsPolicy, PolicyViaNothing};
 }

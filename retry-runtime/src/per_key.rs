@@ -4,7 +4,7 @@
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::registry::enlist_entry;
-use crate::sync::{AtomicPtr, AtomicU64, Mutex, Ordering, const_unless_loom};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Mutex, Ordering, const_unless_loom};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -29,6 +29,9 @@ pub trait Template: Sized {
     fn recycle(&self, key: Option<Box<str>>);
     /// The tenancy a call that leases this value now holds it under (see [`Lease`]).
     fn tenancy(&self) -> u32;
+    /// Label an entry made without its key's text (by [`PerKey::get`]) with `key`, if it is
+    /// still the entry of the lease taken under `tenancy`; whether it was.
+    fn relabel(&self, tenancy: u32, key: Box<str>) -> bool;
     /// List a new entry in the [`registry`](crate::registry) for as long as it lives.
     fn enlist(entry: &Arc<Self>);
 }
@@ -50,6 +53,9 @@ impl Template for CircuitBreaker {
     fn enlist(entry: &Arc<Self>) {
         enlist_entry(entry);
     }
+    fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
+        CircuitBreaker::relabel(self, tenancy, key)
+    }
 }
 
 impl Template for RetryBudget {
@@ -69,6 +75,9 @@ impl Template for RetryBudget {
     fn enlist(entry: &Arc<Self>) {
         enlist_entry(entry);
     }
+    fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
+        RetryBudget::relabel(self, tenancy, key)
+    }
 }
 
 /// One place of the table: the hash of the key it serves (0: none, or being given to another
@@ -78,6 +87,9 @@ struct Slot<T> {
     hash: AtomicU64,
     used: AtomicU64,
     value: AtomicPtr<T>,
+    /// 1 once the value is labelled with its key's text (0: made by `PerKey::get`, which
+    /// knows no text; the next call that knows it gives it).
+    labelled: AtomicU32,
 }
 
 impl<T> Slot<T> {
@@ -87,6 +99,7 @@ impl<T> Slot<T> {
                 hash: AtomicU64::new(0),
                 used: AtomicU64::new(0),
                 value: AtomicPtr::new(std::ptr::null_mut()),
+                labelled: AtomicU32::new(0),
             }
         }
     }
@@ -212,14 +225,35 @@ impl<T: Template, const N: usize> PerKey<T, N> {
     fn lease(&self, hash: u64, label: impl FnOnce() -> Option<Box<str>>) -> Lease<'_, T> {
         let hash = stored(hash);
         match self.lookup(hash) {
-            Some(lease) => lease,
+            Some((lease, slot)) => {
+                if slot.labelled.load(Ordering::Relaxed) == 0 {
+                    self.label_late(lease, slot, label);
+                }
+                lease
+            }
             None => self.insert(hash, label()),
         }
     }
 
-    /// The value of the live entry for `hash`, marked as used now.
+    /// Give an entry made without its key's text (by [`get`](Self::get)) the text this call
+    /// knows, so that its measurements and the registry name its key.
+    #[cold]
+    fn label_late(
+        &self,
+        lease: Lease<'_, T>,
+        slot: &Slot<T>,
+        label: impl FnOnce() -> Option<Box<str>>,
+    ) {
+        if let Some(key) = label() {
+            if lease.value().relabel(lease.tenancy(), key) {
+                slot.labelled.store(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The value of the live entry for `hash`, marked as used now, and its place.
     #[inline]
-    fn lookup(&self, hash: u64) -> Option<Lease<'_, T>> {
+    fn lookup(&self, hash: u64) -> Option<(Lease<'_, T>, &Slot<T>)> {
         let home = (hash % N as u64) as usize;
         let (after, before) = self.slots.split_at(home);
         for slot in before.iter().chain(after) {
@@ -243,7 +277,7 @@ impl<T: Template, const N: usize> PerKey<T, N> {
             if slot.used.load(Ordering::Relaxed) != now {
                 slot.used.store(now, Ordering::Relaxed);
             }
-            return Some(Lease::new(value, tenancy));
+            return Some((Lease::new(value, tenancy), slot));
         }
         None
     }
@@ -258,12 +292,14 @@ impl<T: Template, const N: usize> PerKey<T, N> {
             .inserts
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(lease) = self.lookup(hash) {
+        if let Some((lease, _)) = self.lookup(hash) {
             return lease;
         }
         let now = self.insertions.load(Ordering::Relaxed).wrapping_add(1);
         self.insertions.store(now, Ordering::Relaxed);
         let slot = &self.slots[self.place(hash)];
+        slot.labelled
+            .store(u32::from(label.is_some()), Ordering::Relaxed);
         let existing = slot.value.load(Ordering::Acquire);
         let value = if existing.is_null() {
             // Shared with the registry (a `Weak`), which lists the entry, under whichever key
@@ -449,8 +485,8 @@ pub fn keyed<'a, T, P: AsPerKey<T> + ?Sized>(
 }
 
 /// What `#[retryable(key = ..)]` labels a new `PerKey` entry with: the key's `Display` text,
-/// when its type has one (found by autoref, as for errors: `(&KeyText(&key)).text()`).
-/// Glue of the attribute's, re-exported in `retry_kit::__private`.
+/// else its `Debug` text, when its type has one (found by autoref, as for errors:
+/// `(&&KeyText(&key)).text()`). Glue of the attribute's, re-exported in `retry_kit::__private`.
 #[doc(hidden)]
 pub struct KeyText<'k, K: ?Sized>(pub &'k K);
 
@@ -461,20 +497,33 @@ pub trait KeyViaDisplay {
     fn text(&self) -> Option<Box<str>>;
 }
 
-impl<K: std::fmt::Display + ?Sized> KeyViaDisplay for KeyText<'_, K> {
+impl<K: std::fmt::Display + ?Sized> KeyViaDisplay for &KeyText<'_, K> {
     fn text(&self) -> Option<Box<str>> {
         Some(self.0.to_string().into_boxed_str())
     }
 }
 
-/// The key has no `Display`: no text.
+/// The key has a `Debug` but no `Display`: its `Debug` text (a tenant id `Tenant(7)`).
+#[doc(hidden)]
+pub trait KeyViaDebug {
+    /// The key's `Debug` text.
+    fn text(&self) -> Option<Box<str>>;
+}
+
+impl<K: std::fmt::Debug + ?Sized> KeyViaDebug for &&KeyText<'_, K> {
+    fn text(&self) -> Option<Box<str>> {
+        Some(format!("{:?}", self.0).into_boxed_str())
+    }
+}
+
+/// The key has neither: no text.
 #[doc(hidden)]
 pub trait KeyViaNothing {
     /// No text.
     fn text(&self) -> Option<Box<str>>;
 }
 
-impl<K: ?Sized> KeyViaNothing for &KeyText<'_, K> {
+impl<K: ?Sized> KeyViaNothing for KeyText<'_, K> {
     fn text(&self) -> Option<Box<str>> {
         None
     }

@@ -110,8 +110,10 @@ impl Protection {
                 setup.extend(quote_spanned!(path.span()=>
                     let #held = #pick(&#path, #key_hash, &|| {
                         #[allow(unused_imports)]
-                        use #krate::__private::{KeyViaDisplay as _, KeyViaNothing as _};
-                        (&#krate::__private::KeyText(&(#key))).text()
+                        use #krate::__private::{
+                            KeyViaDebug as _, KeyViaDisplay as _, KeyViaNothing as _,
+                        };
+                        (&&#krate::__private::KeyText(&(#key))).text()
                     });
                 ));
                 // The lease itself, with the tenancy the key was looked up under.

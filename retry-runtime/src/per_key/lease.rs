@@ -45,6 +45,12 @@ impl<'a, T> Lease<'a, T> {
     pub fn value(&self) -> &'a T {
         self.value
     }
+
+    /// The tenancy it was leased under.
+    #[inline]
+    pub(crate) fn tenancy(&self) -> u32 {
+        self.tenancy
+    }
 }
 
 impl<'a> Lease<'a, CircuitBreaker> {
