@@ -86,10 +86,10 @@ fn policies() -> Vec<RetryPolicy> {
     vec![
         RetryPolicy::new(),
         RetryPolicy::fixed(MS(1500)),
+        // No `multiplier`: a linear backoff has none to write (the attribute refuses one).
         RetryPolicy::linear(Duration::new(3, 7))
             .attempts(u32::MAX)
             .max_delay(Duration::MAX)
-            .multiplier(1.5)
             .jitter(Jitter::Decorrelated)
             .deadline(Duration::from_micros(500))
             .idempotent(true)
@@ -191,6 +191,15 @@ fn a_bad_value_is_the_attributes_error_for_it() {
         (
             r#"{"idempotent": 1}"#,
             "`idempotent` is a flag: write `idempotent` or `idempotent = true`/`false`",
+        ),
+        // A conflict between keys, in either order, as the attribute reports it.
+        (
+            r#"{"backoff": "fixed", "multiplier": 3.0}"#,
+            "`multiplier` only applies to `backoff = \"exponential\"`",
+        ),
+        (
+            r#"{"multiplier": 3.0, "backoff": "linear"}"#,
+            "`multiplier` only applies to `backoff = \"exponential\"`",
         ),
     ];
     for (text, message) in cases {

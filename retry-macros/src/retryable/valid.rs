@@ -2,6 +2,7 @@
 //! function's shape rules out.
 
 use super::attr::{Args, Errors, Value};
+use crate::vocabulary::check;
 use syn::{ItemFn, ReturnType, Type};
 
 /// Keys that the table says cannot be set together, and `multiplier` beside a backoff that is
@@ -30,10 +31,7 @@ pub(crate) fn conflicts(args: &Args, errors: &mut Errors) {
     }
     if let (Some(m), Some(backoff)) = (args.get("multiplier"), args.word("backoff")) {
         if backoff != "Exponential" {
-            errors.at(
-                &m.key,
-                "`multiplier` only applies to `backoff = \"exponential\"`",
-            );
+            errors.at(&m.key, check::MULTIPLIER_WITHOUT_EXPONENTIAL);
         }
     }
 }

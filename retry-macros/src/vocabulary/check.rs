@@ -8,6 +8,11 @@ use super::keys::{Key, Takes};
 use super::spelling::nearest;
 use std::time::Duration;
 
+/// `multiplier` set beside a `backoff` that is not `"exponential"`, whose delays it cannot
+/// shape: an error in the attribute and in a configuration file alike.
+pub(crate) const MULTIPLIER_WITHOUT_EXPONENTIAL: &str =
+    "`multiplier` only applies to `backoff = \"exponential\"`";
+
 /// What `key` takes, as the message for a value of another kind.
 pub(crate) fn expected(key: &Key) -> String {
     match &key.takes {

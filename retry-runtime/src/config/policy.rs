@@ -6,7 +6,7 @@ use super::value::{Value, duration_text};
 use super::vocabulary::check;
 use super::vocabulary::keys::{self, KEYS, Key};
 use super::{Checked, Word, read_keys};
-use crate::policy::RetryPolicy;
+use crate::policy::{Backoff, RetryPolicy};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::fmt;
@@ -25,7 +25,9 @@ fn names() -> Vec<&'static str> {
 
 /// The attribute's keys and values: `{"attempts": 5, "backoff": "exponential", "base":
 /// "100ms", ...}`. `jitter` is written only when it was chosen (otherwise the backoff shape
-/// chooses it, as in the attribute), and `deadline` only when there is one.
+/// chooses it, as in the attribute), `multiplier` only with an exponential backoff (the only
+/// one it shapes, and the attribute refuses it beside another), and `deadline` only when there
+/// is one.
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl Serialize for RetryPolicy {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -35,7 +37,9 @@ impl Serialize for RetryPolicy {
                 "attempts" => map.serialize_entry(name, &self.attempts)?,
                 "backoff" => map.serialize_entry(name, self.backoff.word())?,
                 "base" => map.serialize_entry(name, &duration_text(self.base))?,
-                "multiplier" => map.serialize_entry(name, &self.multiplier)?,
+                "multiplier" if self.backoff == Backoff::Exponential => {
+                    map.serialize_entry(name, &self.multiplier)?
+                }
                 "max_delay" => map.serialize_entry(name, &duration_text(self.max_delay))?,
                 "jitter" if self.jitter_given => map.serialize_entry(name, self.jitter.word())?,
                 "idempotent" => map.serialize_entry(name, &self.idempotent)?,
@@ -86,14 +90,20 @@ impl<'de> Visitor<'de> for PolicyVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RetryPolicy, A::Error> {
         let mut policy = RetryPolicy::new();
+        let mut multiplier = false;
         read_keys(map, WHAT, &names(), |name, map| {
             let Some(key) = keys::find(name) else {
                 // `names()` lists the table's keys, so each is found.
                 return Err(de::Error::custom(format!("`{name}` is not a key")));
             };
+            multiplier |= name == "multiplier";
             policy = map.next_value_seed(Checked(|value: Value| set(policy, key, &value)))?;
             Ok(())
         })?;
+        // As the attribute: a multiplier beside a fixed or linear backoff would be ignored.
+        if multiplier && policy.backoff != Backoff::Exponential {
+            return Err(de::Error::custom(check::MULTIPLIER_WITHOUT_EXPONENTIAL));
+        }
         Ok(policy)
     }
 }
