@@ -481,9 +481,8 @@ impl CircuitBreaker {
             }) {
             Ok(n) | Err(n) => n.saturating_add(1),
         };
-        let (threshold, ratio) = self.rules();
-        let mut open = failures >= threshold;
-        if let Some(rule) = ratio {
+        let mut open = failures >= self.threshold_now();
+        if let Some(rule) = self.has_ratio().then(|| self.ratio()).flatten() {
             let (calls, failed) = self.window_record(rule, true);
             open |= calls >= u64::from(rule.min_calls)
                 && failed.saturating_mul(1_000_000) >= rule.ppm.saturating_mul(calls);

@@ -283,6 +283,13 @@ impl CircuitBreaker {
         ((w[THRESHOLD] as u32).max(1), ratio_rule(&w))
     }
 
+    /// Consecutive failures that open it, now: one load, for a failure on the closed path
+    /// (the whole settings are read only with a failure-ratio rule).
+    #[inline]
+    pub(super) fn threshold_now(&self) -> u32 {
+        (self.settings.word(THRESHOLD) as u32).max(1)
+    }
+
     /// The failure-ratio rule, if any.
     pub(super) fn ratio(&self) -> Option<RatioRule> {
         self.rules().1
