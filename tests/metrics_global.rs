@@ -8,7 +8,7 @@
 
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
-use retry_kit::{Classify, retryable, testing};
+use retry_kit::{Classify, Retry, RetryPolicy, retryable, testing};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -237,4 +237,29 @@ fn handles_kept_for_the_global_recorder_count_exactly_and_local_recorders_get_th
     // And a call on another thread, with no local recorder there, is the global's.
     std::thread::spawn(|| ping(&mut 0).unwrap()).join().unwrap();
     assert_eq!(successes(global), 1);
+
+    // The builder, named at run time, keeps its handles too: one registration, then none.
+    const POLICY: RetryPolicy = RetryPolicy::new().attempts(2);
+    let fetch = || {
+        Retry::new(&POLICY)
+            .named("metrics_global::fetch")
+            .call(|| Ok::<_, StoreError>(1))
+    };
+    fetch().unwrap();
+    let registered = REGISTERED.load(Ordering::Relaxed);
+    let (_, allocations) = allocations_of(fetch);
+    assert_eq!(allocations, 0);
+    for _ in 0..99 {
+        fetch().unwrap();
+    }
+    assert_eq!(REGISTERED.load(Ordering::Relaxed), registered);
+    let builder = match value(
+        &drain(global),
+        "retry_kit_attempts_total",
+        &["fn=metrics_global::fetch", "outcome=success"],
+    ) {
+        Some(DebugValue::Counter(n)) => *n,
+        other => panic!("no builder series: {other:?}"),
+    };
+    assert_eq!(builder, 101);
 }

@@ -122,7 +122,7 @@ pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
             hook,
             name,
             #[cfg(feature = "metrics")]
-            meter: None,
+            meter: meter_named(name),
         }
     }
     #[cfg(not(any(feature = "tracing", feature = "metrics")))]
@@ -130,6 +130,51 @@ pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
         let _ = name;
         hook
     }
+}
+
+/// The [`Meter`] of the builder or layer named `name` at run time (a `Retry`, a tower layer,
+/// the middleware), made the first time the name is seen and kept for the program's life, so
+/// that their measurements use kept handles as `#[retryable]` functions do. Names are told
+/// apart by address (a `&'static str` is one string in the binary): a lookup is a hash of the
+/// address and a probe of a table of 64 places, without a lock. Two addresses of one text share
+/// the recorder's series (each registers it once); past 64 names, a name is measured without
+/// kept handles.
+#[cfg(feature = "metrics")]
+fn meter_named(name: &'static str) -> Option<&'static Meter> {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    const PLACES: usize = 64;
+    static NAMED: [AtomicPtr<Meter>; PLACES] =
+        [const { AtomicPtr::new(std::ptr::null_mut()) }; PLACES];
+    let same = |meter: &Meter| std::ptr::eq(meter.name, name);
+    let home = (name.as_ptr() as usize >> 3).wrapping_mul(0x9E37_79B9) % PLACES;
+    for i in (home..PLACES).chain(0..home) {
+        let mut found = NAMED[i].load(Ordering::Acquire);
+        if found.is_null() {
+            // Leaked on purpose: one per name, for the program's life (the handles in it are
+            // what the measurements keep).
+            let new = Box::into_raw(Box::new(Meter::new(name)));
+            match NAMED[i].compare_exchange(
+                std::ptr::null_mut(),
+                new,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                // SAFETY: `new` was just leaked and is never freed.
+                Ok(_) => return Some(unsafe { &*new }),
+                Err(other) => {
+                    // SAFETY: `new` lost the race and was never shared.
+                    drop(unsafe { Box::from_raw(new) });
+                    found = other;
+                }
+            }
+        }
+        // SAFETY: a place holds a leaked `Meter`, never freed, once set.
+        let meter = unsafe { &*found };
+        if same(meter) {
+            return Some(meter);
+        }
+    }
+    None
 }
 
 /// A retried function's name and, with the `metrics` feature, the labels and handles of its
