@@ -67,6 +67,9 @@ pub struct GrpcRetryLayer<H = NoHook> {
     /// The service config's `retryThrottling`, unless `.budget(..)` replaced it.
     pub(crate) throttling: Option<Arc<RetryBudget>>,
     pub(crate) buffer_limit: usize,
+    /// The `PerKey` key of requests whose URI names no host (`host:port`), from
+    /// [`origin`](GrpcRetryLayer::origin).
+    pub(crate) origin: Option<Arc<str>>,
 }
 
 impl GrpcRetryLayer {
@@ -153,6 +156,7 @@ impl GrpcRetryLayer {
             budget: None,
             throttling,
             buffer_limit: DEFAULT_BUFFER_LIMIT,
+            origin: None,
         }
     }
 }
@@ -181,6 +185,7 @@ impl<H> GrpcRetryLayer<H> {
             budget: self.budget,
             throttling: self.throttling,
             buffer_limit: self.buffer_limit,
+            origin: self.origin,
         }
     }
 
@@ -189,9 +194,9 @@ impl<H> GrpcRetryLayer<H> {
     /// refused first attempt fails with `UNAVAILABLE` without sending anything.
     ///
     /// Generated clients send requests whose URI is the path alone (the channel adds the
-    /// authority below this layer): give the client its origin
-    /// (`HealthClient::with_origin(service, "http://host:50051".parse()?)`) for a `PerKey`
-    /// to tell servers apart; without one every request has the key `""`.
+    /// authority below this layer): give the layer its server ([`origin`](Self::origin)), or
+    /// the client its origin (`HealthClient::with_origin(service, "http://host:50051".parse()?)`),
+    /// for a `PerKey` to tell servers apart; without either every request has the key `""`.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -207,6 +212,34 @@ impl<H> GrpcRetryLayer<H> {
     /// ```
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
         self.circuit = Some(breaker.chosen());
+        self
+    }
+
+    /// The server this layer's channel talks to, for the `PerKey` key of requests whose URI
+    /// names no host, as a generated client built with `new` sends them (the channel adds the
+    /// authority below this layer): without it, all such requests share the key `""`, and one
+    /// failing server would open the breaker of every server behind the same table. A request
+    /// that names its host (a client built `with_origin`) is keyed by its own.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use retry_kit::{CircuitBreaker, PerKey, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// static PER_SERVER: PerKey<CircuitBreaker> =
+    ///     PerKey::new(CircuitBreaker::new(5, Duration::from_secs(10)));
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new())
+    ///     .circuit(&PER_SERVER)
+    ///     .origin("http://10.0.0.7:50051".parse().unwrap());
+    /// # let _ = layer;
+    /// ```
+    pub fn origin(mut self, origin: ::http::Uri) -> Self {
+        self.origin = origin
+            .host()
+            .is_some()
+            .then(|| Arc::from(super::service::authority_of(&origin)));
         self
     }
 

@@ -119,7 +119,12 @@ where
             parts.headers.get(TIMEOUT).and_then(wire::parse_timeout),
             method.timeout,
         );
-        let (circuit, budget) = held(layer.circuit, layer.budget, || authority_of(&parts.uri));
+        let (circuit, budget) = held(layer.circuit, layer.budget, || {
+            match (parts.uri.host(), &layer.origin) {
+                (None, Some(origin)) => origin.to_string(),
+                _ => authority_of(&parts.uri),
+            }
+        });
         // The service config's `retryThrottling`, unless `.budget(..)` replaced it: the call
         // keeps the layer's budget alive, and leases it for the call.
         let throttling = match budget {
@@ -222,7 +227,7 @@ fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 
 /// A request's authority as a `PerKey` key, `host:port` (the scheme's default port when it
 /// names none); `""` for a request without one (a generated client without an origin).
-fn authority_of(uri: &Uri) -> String {
+pub(crate) fn authority_of(uri: &Uri) -> String {
     match uri.host() {
         Some(host) => {
             let default_port = if uri.scheme_str() == Some("https") {

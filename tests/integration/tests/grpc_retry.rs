@@ -635,6 +635,45 @@ async fn a_per_key_breaker_is_keyed_by_the_clients_origin() {
     .await
 }
 
+/// A client built with `new` sends the path alone: the layer's `origin` keys its requests by
+/// their server, so that one server's failures open its breaker only, not the breaker of
+/// another server's requests that also name no host.
+#[tokio::test]
+async fn the_layers_origin_keys_requests_that_name_no_host() {
+    static BY_ORIGIN: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(2, Duration::from_secs(60)));
+    bounded(async {
+        let (down, down_log) = serve(|_, _| Act::Status(Code::Unavailable, None)).await;
+        let (up, up_log) = serve(|_, _| Act::Pass).await;
+        let client_of = |addr: SocketAddr| {
+            let layer = config(&retry_policy(4, "[14]"))
+                .circuit(&BY_ORIGIN)
+                .origin(format!("http://{addr}").parse().unwrap());
+            async move {
+                HealthClient::new(
+                    ServiceBuilder::new()
+                        .layer(layer)
+                        .service(channel(addr).await),
+                )
+            }
+        };
+        let mut to_down = client_of(down).await;
+        assert_eq!(
+            to_down.check(check_request()).await.unwrap_err().code(),
+            Code::Unavailable
+        );
+        assert_eq!(down_log.requests(), 2, "two failures opened its breaker");
+        assert_eq!(BY_ORIGIN.get(&down.to_string()).state(), CircuitState::Open);
+        // The other server's breaker is its own, closed: its call goes through.
+        let mut to_up = client_of(up).await;
+        assert!(to_up.check(check_request()).await.is_ok());
+        assert_eq!(up_log.requests(), 1);
+        assert_eq!(BY_ORIGIN.get(&up.to_string()).state(), CircuitState::Closed);
+        assert_eq!(BY_ORIGIN.get("").state(), CircuitState::Closed);
+    })
+    .await
+}
+
 // Hedging.
 
 fn hedging(attempts: u32, delay: &str, non_fatal: &str) -> GrpcRetryLayer {
