@@ -3,7 +3,8 @@
 //!
 //! Run with `bash benches/run.sh` (see benches/README.md), which runs this twice and prints the
 //! medians and ratios; `cargo bench -p retry-kit-benches --bench overhead`
-//! alone gives criterion's own report.
+//! alone gives criterion's own report. With `--features metrics` and `RETRY_KIT_RECORDER=1`, the
+//! cases run with a recorder installed as the global one.
 //!
 //! Async cases run on a current-thread tokio runtime with its clock paused: on a real clock
 //! tokio rounds a zero-length sleep up to its 1 ms timer tick, so a crate that sleeps for zero
@@ -13,6 +14,8 @@
 
 #[macro_use]
 mod cases;
+#[cfg(feature = "metrics")]
+mod map_recorder;
 
 use cases::*;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -20,6 +23,13 @@ use std::hint::black_box;
 use std::time::Duration;
 
 fn overhead(c: &mut Criterion) {
+    // `RETRY_KIT_RECORDER=1` (with `--features metrics`): measure with a recorder installed as
+    // the global one (see `map_recorder.rs`), what a service with an exporter pays.
+    #[cfg(feature = "metrics")]
+    if std::env::var_os("RETRY_KIT_RECORDER").is_some() {
+        metrics::set_global_recorder(map_recorder::MapRecorder::default())
+            .expect("the only global recorder");
+    }
     let rt = paused_runtime();
     // Entered once for every case: see `poll_ready`.
     let _in_runtime = rt.enter();
