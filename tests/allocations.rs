@@ -4,42 +4,19 @@
 //! nothing until its hedge fires (issue: 2 allocations, the first attempt boxed in a `Vec`).
 
 use retry_kit::{Retry, RetryPolicy, retryable};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io;
 use std::time::Duration;
 
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every call is passed to `System` unchanged; the thread-locals are `const`-initialised
-// `Cell`s, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+mod counting;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// The allocations `future` makes on this thread while it runs to completion.
 async fn allocations_of<T>(future: impl std::future::Future<Output = T>) -> (T, usize) {
-    ALLOCATIONS.with(|n| n.set(0));
-    COUNTING.with(|c| c.set(true));
+    counting::start();
     let out = future.await;
-    COUNTING.with(|c| c.set(false));
-    (out, ALLOCATIONS.with(Cell::get))
+    (out, counting::stop())
 }
 
 #[retryable(attempts = 3, idempotent, hedge = "50ms")]

@@ -26,7 +26,7 @@ use crate::registry::Listing;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use crate::tenancy::Tenancy;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 mod listing;
@@ -152,11 +152,8 @@ pub struct CircuitBreaker {
     hook_of: Option<fn(&CircuitBreaker, CircuitState, CircuitState)>,
     /// The name its `tracing` events carry.
     name: Option<&'static str>,
-    /// The key of a `PerKey` entry, as text, when the code that made the entry knew it (the
-    /// layers' `host:port`, a `#[retryable(key = ..)]` key that implements `Display`). Behind a
-    /// lock, read only when the state changes: an entry is given to another key in place.
-    key: Mutex<Option<Arc<str>>>,
-    /// Which key a `PerKey` entry serves now; a breaker of its own is never reset.
+    /// Which key a `PerKey` entry serves now, and its text (the layers' `host:port`, a
+    /// `#[retryable(key = ..)]` key's `Display`); a breaker of its own is never reset.
     tenancy: Tenancy,
     /// Its record in the [`registry`](crate::registry), once its first call enlisted it (a named
     /// breaker's state word starts marked [`Word::UNLISTED`] for that call to find).
@@ -380,10 +377,7 @@ impl CircuitBreaker {
     /// An entry keeps its place in the table only while its key does: when a full table gives
     /// the place to another key, the entry is reset in place and this names the new key.
     pub fn key(&self) -> Option<Arc<str>> {
-        self.key
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.tenancy.key()
     }
 
     /// Open the breaker from the state `cur`, if it is still in `w`'s phase and generation
@@ -564,7 +558,7 @@ impl CircuitBreaker {
     /// Probes still running keep their slots until they end (so the dependency never sees more
     /// than `half_open_max` at once). Called with the table's insertion lock held.
     pub(crate) fn recycle(&self, key: Option<Box<str>>) {
-        self.tenancy.end();
+        self.tenancy.end(key);
         let mut cur = self.state.load(Ordering::Acquire);
         loop {
             let w = Word::unpack(cur);
@@ -582,25 +576,12 @@ impl CircuitBreaker {
         self.failures.store(0, Ordering::Relaxed);
         self.clear_window();
         self.open_until.store(0, Ordering::Relaxed);
-        *self
-            .key
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = key.map(Arc::from);
     }
 
-    /// Label this `PerKey` entry with `key` if it has no label yet and still serves the key a
-    /// lease taken under `tenancy` was for (a reset for another key labels it itself, after
-    /// ending the tenancy, under the same lock); whether it did.
+    /// Label this `PerKey` entry with `key` if it still serves the key a lease taken under
+    /// `tenancy` was for (see `Tenancy::label_late`).
     pub(crate) fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
-        let mut label = self
-            .key
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if label.is_some() || !self.tenancy.holds(tenancy) {
-            return label.is_some() && self.tenancy.holds(tenancy);
-        }
-        *label = Some(Arc::from(key));
-        true
+        self.tenancy.label_late(tenancy, key)
     }
 
     /// The tenancy a call that leases this breaker now holds it under.

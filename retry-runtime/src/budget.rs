@@ -6,7 +6,7 @@ use crate::seqlock::Seqlock;
 use crate::sync::{AtomicU32, AtomicU64, Ordering, const_unless_loom};
 use crate::tenancy::Tenancy;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 mod reconfigure;
 
@@ -90,10 +90,7 @@ pub struct RetryBudget {
     tokens: AtomicU64,
     /// A name for labels and logs.
     name: Option<&'static str>,
-    /// A `PerKey` entry's key, as text, when the code that made the entry knew it (behind a
-    /// lock: an entry is given to another key in place).
-    key: Mutex<Option<Arc<str>>>,
-    /// Which key a `PerKey` entry serves now; a budget of its own is never reset.
+    /// Which key a `PerKey` entry serves now, and its text; a budget of its own is never reset.
     tenancy: Tenancy,
     /// Its place in the [`registry`](crate::registry): a named budget is enlisted by its first
     /// use.
@@ -109,7 +106,6 @@ impl RetryBudget {
                 settings: Seqlock::new(words),
                 tokens: AtomicU64::new(words[MAX]),
                 name: None,
-                key: Mutex::new(None),
                 tenancy: Tenancy::own(),
                 listing: Listing::new(false),
             }
@@ -148,8 +144,7 @@ impl RetryBudget {
             settings: Seqlock::new(words),
             tokens: AtomicU64::new(words[MAX]),
             name: self.name,
-            key: Mutex::new(key.map(Arc::from)),
-            tenancy: Tenancy::leased(),
+            tenancy: Tenancy::leased(key),
             // The table it belongs to lists it, with its key.
             listing: Listing::new(false),
         }
@@ -159,29 +154,16 @@ impl RetryBudget {
     /// charge and refund nothing from now on, and it starts full, labelled `key`. Called with
     /// the table's insertion lock held.
     pub(crate) fn recycle(&self, key: Option<Box<str>>) {
-        self.tenancy.end();
+        self.tenancy.end(key);
         self.tokens
             .store(self.settings.word(MAX), Ordering::Relaxed);
-        *self
-            .key
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = key.map(Arc::from);
         self.publish();
     }
 
-    /// Label this `PerKey` entry with `key` if it has no label yet and still serves the key a
-    /// lease taken under `tenancy` was for (a reset for another key labels it itself, after
-    /// ending the tenancy, under the same lock); whether it did.
+    /// Label this `PerKey` entry with `key` if it still serves the key a lease taken under
+    /// `tenancy` was for (see `Tenancy::label_late`).
     pub(crate) fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
-        let mut label = self
-            .key
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if label.is_some() || !self.tenancy.holds(tenancy) {
-            return label.is_some() && self.tenancy.holds(tenancy);
-        }
-        *label = Some(Arc::from(key));
-        true
+        self.tenancy.label_late(tenancy, key)
     }
 
     /// The tenancy a call that leases this budget now holds it under.
@@ -196,10 +178,7 @@ impl RetryBudget {
     /// An entry keeps its place in the table only while its key does: when a full table gives
     /// the place to another key, the entry is reset in place and this names the new key.
     pub fn key(&self) -> Option<Arc<str>> {
-        self.key
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        self.tenancy.key()
     }
 
     /// Whether the bucket is full: it has nothing to remember (a `PerKey` table gives such a

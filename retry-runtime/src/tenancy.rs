@@ -11,6 +11,7 @@
 //! is never reset: its writes skip all of this.
 
 use crate::sync::{AtomicU32, Ordering, const_unless_loom, wait_a_turn};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The tenancy of a breaker or budget: a counter of the keys it has served, and the writes in
 /// progress under the current one.
@@ -21,6 +22,9 @@ pub(crate) struct Tenancy {
     count: AtomicU32,
     /// Writes let in and not yet done.
     writers: AtomicU32,
+    /// The key it serves, as text, when the code that made the entry knew it. Behind a lock:
+    /// read only when the state changes or the registry lists it, and replaced with the key.
+    key: Mutex<Option<Arc<str>>>,
 }
 
 impl Tenancy {
@@ -31,16 +35,45 @@ impl Tenancy {
                 leased: false,
                 count: AtomicU32::new(0),
                 writers: AtomicU32::new(0),
+                key: Mutex::new(None),
             }
         }
     }
 
-    /// An entry of a `PerKey`, serving its first key.
-    pub(crate) fn leased() -> Tenancy {
+    /// An entry of a `PerKey`, serving its first key, `key` as text if known.
+    pub(crate) fn leased(key: Option<Box<str>>) -> Tenancy {
         Tenancy {
             leased: true,
+            key: Mutex::new(key.map(Arc::from)),
             ..Tenancy::own()
         }
+    }
+
+    /// The key it serves, as text, if known.
+    pub(crate) fn key(&self) -> Option<Arc<str>> {
+        self.label().clone()
+    }
+
+    fn label(&self) -> MutexGuard<'_, Option<Arc<str>>> {
+        // Only ever replaced whole: a poisoned lock still holds a whole value.
+        self.key
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Give an entry made without its key's text (by `PerKey::get`) the text `key`, if the
+    /// lease taken under `tenancy` is still current (a reset for another key labels the entry
+    /// itself, after ending the tenancy, under the same lock); whether it did, or already had a
+    /// label for that key.
+    pub(crate) fn label_late(&self, tenancy: u32, key: Box<str>) -> bool {
+        let mut label = self.label();
+        if !self.holds(tenancy) {
+            return false;
+        }
+        if label.is_none() {
+            *label = Some(Arc::from(key));
+        }
+        true
     }
 
     /// The current tenancy, for a lease taken now (always 0 for a breaker or budget of its
@@ -83,10 +116,11 @@ impl Tenancy {
         out
     }
 
-    /// End the current tenancy: from now on, writes under it are refused; returns once the
-    /// writes already let in are done, so that the caller may clear the counters for the next
-    /// key. Called with the table's insertion lock held, never inside a write.
-    pub(crate) fn end(&self) {
+    /// End the current tenancy and start the one of `key`: from now on, writes under the old
+    /// one are refused; returns once the writes already let in are done, so that the caller may
+    /// clear the counters for the next key. Called with the table's insertion lock held, never
+    /// inside a write.
+    pub(crate) fn end(&self, key: Option<Box<str>>) {
         self.count.fetch_add(1, Ordering::AcqRel);
         let mut turn = 0u32;
         while self.writers.load(Ordering::Acquire) != 0 {
@@ -96,5 +130,6 @@ impl Tenancy {
         // The load that saw no writer left read the last writer's release decrement (the
         // decrements form one release sequence): every write let in happens before what the
         // caller does next.
+        *self.label() = key.map(Arc::from);
     }
 }

@@ -9,7 +9,6 @@ use crate::registry::Listing;
 use crate::seqlock::Seqlock;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, const_unless_loom};
 use crate::tenancy::Tenancy;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 impl CircuitBreaker {
@@ -23,7 +22,6 @@ impl CircuitBreaker {
                 hook: None,
                 hook_of: None,
                 name: None,
-                key: Mutex::new(None),
                 tenancy: Tenancy::own(),
                 listing: Listing::new(false),
                 state: AtomicU64::new(Word::CLOSED.pack()),
@@ -129,8 +127,7 @@ impl CircuitBreaker {
             hook: self.hook,
             hook_of: self.hook_of,
             name: self.name,
-            key: Mutex::new(key.map(Arc::from)),
-            tenancy: Tenancy::leased(),
+            tenancy: Tenancy::leased(key),
             // The table it belongs to lists it, with its key.
             listing: Listing::new(false),
             state: AtomicU64::new(Word::CLOSED.pack()),
