@@ -81,12 +81,15 @@ impl CircuitOpen {
     }
 }
 
+/// Shown rounded up to the millisecond (`next probe in 30s`, not `29.999846191s`): the wait is
+/// for a person to read; [`CircuitOpen::retry_after`] keeps it exact.
 impl fmt::Display for CircuitOpen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let millis = self.retry_after.as_nanos().div_ceil(1_000_000);
+        let shown = Duration::from_millis(u64::try_from(millis).unwrap_or(u64::MAX));
         write!(
             f,
-            "circuit open: the dependency is failing; next probe in {:?}",
-            self.retry_after
+            "circuit open: the dependency is failing; next probe in {shown:?}"
         )
     }
 }
@@ -99,5 +102,24 @@ impl Classify for CircuitOpen {
     }
     fn retry_after(&self) -> Option<Duration> {
         Some(self.retry_after)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_shows_its_wait_rounded_up_to_the_millisecond() {
+        let shown = |d| CircuitOpen::new(d).to_string();
+        assert!(shown(Duration::from_nanos(29_999_846_191)).ends_with("next probe in 30s"));
+        assert!(shown(Duration::from_micros(1)).ends_with("next probe in 1ms"));
+        assert!(shown(Duration::ZERO).ends_with("next probe in 0ns"));
+        // Saturates rather than overflowing; the exact wait stays in `retry_after`.
+        assert!(shown(Duration::MAX).contains("next probe in"));
+        assert_eq!(
+            CircuitOpen::new(Duration::from_nanos(29_999_846_191)).retry_after(),
+            Duration::from_nanos(29_999_846_191)
+        );
     }
 }
