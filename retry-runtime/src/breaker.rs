@@ -29,6 +29,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+mod entry;
 mod listing;
 mod permit;
 mod reconfigure;
@@ -551,43 +552,6 @@ impl CircuitBreaker {
                 Err(actual) => cur = actual,
             }
         }
-    }
-
-    /// Give this `PerKey` entry to another key: the calls that leased it for the old one
-    /// record nothing from now on, and it starts closed with clean counts, labelled `key`.
-    /// Probes still running keep their slots until they end (so the dependency never sees more
-    /// than `half_open_max` at once). Called with the table's insertion lock held.
-    pub(crate) fn recycle(&self, key: Option<Box<str>>) {
-        self.tenancy.end(key);
-        let mut cur = self.state.load(Ordering::Acquire);
-        loop {
-            let w = Word::unpack(cur);
-            let next = Word {
-                phase: CircuitState::Closed,
-                generation: w.next_generation(),
-                in_flight: w.in_flight,
-                successes: 0,
-            };
-            match self.swap(cur, next) {
-                Ok(()) => break,
-                Err(actual) => cur = actual,
-            }
-        }
-        self.failures.store(0, Ordering::Relaxed);
-        self.clear_window();
-        self.open_until.store(0, Ordering::Relaxed);
-    }
-
-    /// Label this `PerKey` entry with `key` if it still serves the key a lease taken under
-    /// `tenancy` was for (see `Tenancy::label_late`).
-    pub(crate) fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
-        self.tenancy.label_late(tenancy, key)
-    }
-
-    /// The tenancy a call that leases this breaker now holds it under.
-    #[inline]
-    pub(crate) fn tenancy(&self) -> u32 {
-        self.tenancy.current()
     }
 }
 
