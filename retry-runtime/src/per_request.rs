@@ -76,10 +76,10 @@ impl<T> Chosen<T> {
         authority: impl FnOnce() -> (u64, Box<str>),
     ) -> Lease<'static, T>
     where
-        Lease<'static, T>: Own<T>,
+        T: Template,
     {
         match self.0 {
-            Choice::One(value) => <Lease<'static, T> as Own<T>>::own(value),
+            Choice::One(value) => Lease::of(value),
             Choice::ByAuthority(per_key) => {
                 let (hash, text) = authority();
                 per_key.value_for(hash, &|| Some(text.clone()))
@@ -187,22 +187,5 @@ impl<H, T> HttpSettings<H, T> {
         Option<Lease<'static, RetryBudget>>,
     ) {
         held(self.circuit, self.budget, authority)
-    }
-}
-
-/// A breaker or budget of its own, held as a lease (its tenancy never changes).
-pub(crate) trait Own<T: 'static> {
-    fn own(value: &'static T) -> Self;
-}
-
-impl Own<CircuitBreaker> for Lease<'static, CircuitBreaker> {
-    fn own(value: &'static CircuitBreaker) -> Self {
-        Lease::<CircuitBreaker>::of(value)
-    }
-}
-
-impl Own<RetryBudget> for Lease<'static, RetryBudget> {
-    fn own(value: &'static RetryBudget) -> Self {
-        Lease::<RetryBudget>::of(value)
     }
 }

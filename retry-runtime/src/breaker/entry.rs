@@ -12,20 +12,20 @@ impl CircuitBreaker {
     /// than `half_open_max` at once). Called with the table's insertion lock held.
     pub(crate) fn recycle(&self, key: Option<Box<str>>) {
         self.tenancy.end(key);
-        let mut cur = self.state.load(Ordering::Acquire);
-        loop {
-            let w = Word::unpack(cur);
-            let next = Word {
-                phase: CircuitState::Closed,
-                generation: w.next_generation(),
-                in_flight: w.in_flight,
-                successes: 0,
-            };
-            match self.swap(cur, next) {
-                Ok(()) => break,
-                Err(actual) => cur = actual,
-            }
-        }
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                let w = Word::unpack(cur);
+                Some(
+                    Word {
+                        phase: CircuitState::Closed,
+                        generation: w.next_generation(),
+                        in_flight: w.in_flight,
+                        successes: 0,
+                    }
+                    .pack(),
+                )
+            });
         self.failures.store(0, Ordering::Relaxed);
         self.clear_window();
         self.open_until.store(0, Ordering::Relaxed);

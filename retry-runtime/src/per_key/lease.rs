@@ -1,6 +1,7 @@
 //! [`Lease`]: a breaker or budget as one call holds it, with the tenancy it was looked up
 //! under.
 
+use super::Template;
 use crate::breaker::{CircuitBreaker, CircuitPermit};
 use crate::budget::RetryBudget;
 use crate::error::CircuitOpen;
@@ -40,6 +41,16 @@ impl<'a, T> Lease<'a, T> {
         Lease { value, tenancy }
     }
 
+    /// A breaker or budget held as it is now: its own, or a `PerKey` entry for the key it
+    /// serves now.
+    #[inline]
+    pub fn of(value: &'a T) -> Self
+    where
+        T: Template,
+    {
+        Lease::new(value, value.tenancy())
+    }
+
     /// The breaker or budget.
     #[inline]
     pub fn value(&self) -> &'a T {
@@ -54,12 +65,6 @@ impl<'a, T> Lease<'a, T> {
 }
 
 impl<'a> Lease<'a, CircuitBreaker> {
-    /// A breaker held as it is now: its own, or a `PerKey` entry for the key it serves now.
-    #[inline]
-    pub fn of(breaker: &'a CircuitBreaker) -> Self {
-        Lease::new(breaker, breaker.tenancy())
-    }
-
     /// Ask to make one call ([`CircuitBreaker::try_acquire`]); the permit of a lapsed lease
     /// records nothing.
     #[inline]
@@ -69,12 +74,6 @@ impl<'a> Lease<'a, CircuitBreaker> {
 }
 
 impl<'a> Lease<'a, RetryBudget> {
-    /// A budget held as it is now: its own, or a `PerKey` entry for the key it serves now.
-    #[inline]
-    pub fn of(budget: &'a RetryBudget) -> Self {
-        Lease::new(budget, budget.tenancy())
-    }
-
     /// [`RetryBudget::record_failure`], unless the lease lapsed.
     #[inline]
     pub fn record_failure(&self) {

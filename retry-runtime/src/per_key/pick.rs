@@ -28,14 +28,14 @@ impl<T: Template, const N: usize> Pick<T> for PerKey<T, N> {
 impl Pick<CircuitBreaker> for CircuitBreaker {
     #[inline]
     fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, CircuitBreaker> {
-        Lease::<CircuitBreaker>::of(self)
+        Lease::of(self)
     }
 }
 
 impl Pick<RetryBudget> for RetryBudget {
     #[inline]
     fn pick(&self, _: u64, _: &dyn Fn() -> Option<Box<str>>) -> Lease<'_, RetryBudget> {
-        Lease::<RetryBudget>::of(self)
+        Lease::of(self)
     }
 }
 

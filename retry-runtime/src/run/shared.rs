@@ -164,7 +164,7 @@ impl BudgetSlot<'_> for NoBudget {
 impl<'p> BudgetSlot<'p> for &'p RetryBudget {
     #[inline(always)]
     fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
-        Some(Lease::<RetryBudget>::of(self))
+        Some(Lease::of(self))
     }
 }
 
@@ -336,7 +336,7 @@ impl<E> CircuitSlot<'_, E> for NoCircuit {
 impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for &'p CircuitBreaker {
     #[inline]
     fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
-        Some((Lease::<CircuitBreaker>::of(self), E::from))
+        Some((Lease::of(self), E::from))
     }
 }
 
@@ -378,7 +378,7 @@ impl<'p> Shared<Option<Lease<'p, CircuitBreaker>>, Option<Lease<'p, RetryBudget>
 impl<'p, E> CircuitSlot<'p, E> for (&'p CircuitBreaker, Conversion<CircuitOpen, E>) {
     #[inline]
     fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
-        Some((Lease::<CircuitBreaker>::of(self.0), self.1))
+        Some((Lease::of(self.0), self.1))
     }
 }
 

@@ -8,7 +8,6 @@ use super::failure::{GrpcClassifier, GrpcFailure, Kind};
 use super::layer::GrpcRetryLayer;
 use super::rules::{Codes, Plan, Rule};
 use super::wire::{self, Answer};
-use crate::RetryBudget;
 use crate::clock;
 use crate::error::TimedOut;
 use crate::observe;
@@ -155,7 +154,7 @@ where
         let retry = layer.retry.clone();
         let body = ReplayBody::new(body, layer.buffer_limit);
         Box::pin(async move {
-            let budget = budget.or_else(|| throttling.as_deref().map(Lease::<RetryBudget>::of));
+            let budget = budget.or_else(|| throttling.as_deref().map(Lease::of));
             let protection = Shared::chosen(circuit, budget);
             let retry = retry
                 .with_policy(&policy)
