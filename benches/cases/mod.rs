@@ -748,6 +748,18 @@ pub fn poll_ready<F: Future>(fut: F) -> F::Output {
     }
 }
 
+/// The runtime of the success cases under callgrind (`tables --only`): current-thread, on the
+/// real clock, as in production. Once a runtime in the process has paused its clock, every
+/// `tokio::time::Instant::now()` for the rest of the process goes through the paused clock's lock
+/// (tokio's `test-util`, which [`paused_runtime`] needs): some 70 instructions a read that no
+/// production build pays. A success never sleeps, so it does not need the paused clock.
+pub fn real_clock_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds")
+}
+
 /// The runtime of the async cases: current-thread, with tokio's clock paused. On a real clock
 /// tokio rounds a zero-length sleep up to its 1 ms timer tick, so a peer that sleeps for zero
 /// would measure the tick; paused, the runtime advances the clock instead of waiting.
