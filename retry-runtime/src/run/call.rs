@@ -119,10 +119,11 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
         let source = policy;
         let policy = source.policy();
         let inherited = context::inherited();
-        let (start, deadline) = if needs_clock || policy.deadline.is_some() {
-            Self::clocked(policy, inherited.deadline)
-        } else {
-            (None, inherited.deadline)
+        let (start, deadline) = match policy.deadline {
+            Some(budget) => Self::clocked(budget, inherited.deadline),
+            // A hook's clock: one read, in line (the deadline's arithmetic stays out of line).
+            None if needs_clock => (Some(clock::now()), inherited.deadline),
+            None => (None, inherited.deadline),
         };
         let single = single_attempt(policy, inherited);
         Call {
@@ -144,17 +145,16 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
 
     /// The start time, and the effective deadline: this call's own or the inherited one,
     /// whichever comes first.
-    #[inline(never)]
-    fn clocked(
-        policy: &RetryPolicy,
-        inherited: Option<Instant>,
-    ) -> (Option<Instant>, Option<Instant>) {
+    #[inline]
+    fn clocked(budget: Duration, inherited: Option<Instant>) -> (Option<Instant>, Option<Instant>) {
         let start = clock::now();
-        // A deadline too far away to represent is no deadline.
-        let own = policy.deadline.and_then(|budget| start.checked_add(budget));
-        let deadline = match (own, inherited) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let deadline = match start.checked_add(budget) {
+            Some(own) => Some(match inherited {
+                Some(outer) if outer < own => outer,
+                _ => own,
+            }),
+            // A deadline too far away to represent is no deadline.
+            None => inherited,
         };
         (Some(start), deadline)
     }
