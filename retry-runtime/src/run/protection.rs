@@ -151,7 +151,9 @@ impl<'p> Protected<'p> {
         }
     }
 
-    #[cold]
+    // In line: with a breaker or a budget a success is the hot path, and out of line the
+    // call's protection had to be reloaded from memory after it.
+    #[inline]
     fn record_success(&mut self) {
         if let Some(permit) = self.permit.take() {
             permit.succeeded();
@@ -184,7 +186,7 @@ impl<'p> Protection<'p> for Protected<'p> {
             self.record_success();
         }
     }
-    #[inline]
+    #[inline(always)]
     fn failed(&mut self, class: ErrorClass) {
         if let Some(permit) = self.permit.take() {
             permit.record(class);
@@ -196,7 +198,7 @@ impl<'p> Protection<'p> for Protected<'p> {
         }
         self.end_attempt(class.is_failure());
     }
-    #[inline]
+    #[inline(always)]
     // Not `verdict?`: the conversion through `From` is not free on the breaker's path.
     #[allow(clippy::question_mark)]
     fn admit_retry(&mut self, verdict: Verdict) -> Verdict {
@@ -217,7 +219,7 @@ impl<'p> Protection<'p> for Protected<'p> {
         }
         self.end_attempt(false);
     }
-    #[inline]
+    #[inline(always)]
     // Not `verdict?`, as in `admit_retry`.
     #[allow(clippy::question_mark)]
     fn admit_poll(&mut self, verdict: Verdict) -> Verdict {
@@ -232,7 +234,10 @@ impl<'p> Protection<'p> for Protected<'p> {
         }
         verdict
     }
-    #[inline]
+    // Always in line: out of line (36 instructions, the compiler's choice) the protection was
+    // reloaded from memory after it, so the absent adaptive policy was checked again on every
+    // attempt.
+    #[inline(always)]
     fn admit(&mut self) -> Result<(), CircuitOpen> {
         if let Some(breaker) = self.breaker {
             self.permit = Some(breaker.try_acquire()?.managed());
