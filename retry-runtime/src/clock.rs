@@ -159,8 +159,8 @@ pub(crate) fn with_virtual_time<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) 
 /// not), and [`timer::Sleep`], a portable timer of the crate's own, on any other executor, so a
 /// retry never panics with "there is no reactor running" at the first failure. The async loop
 /// skips zero-length waits itself (tokio rounds a zero sleep up to its 1 ms tick on a real
-/// clock). A function returning the future rather than an `async fn`: an `async fn` wrapper's
-/// own state would sit in every retry future.
+/// clock). A function returning the future rather than an `async fn`, so that the loop boxes
+/// the sleep itself and no wrapper's state.
 #[cfg(feature = "tokio")]
 #[inline]
 pub fn tokio_sleep(d: Duration) -> Sleep {
