@@ -68,7 +68,15 @@ pub struct Unprotected;
 impl<'p> Protection<'p> for Unprotected {
     #[inline(always)]
     fn into_protected(self) -> Protected<'p> {
-        Protected::NONE
+        // Field by field, not a copy of a `const`: copied from a constant, the fields were
+        // stored and read back, so the absent adaptive policy and permit were checked on every
+        // call.
+        Protected {
+            adaptive: None,
+            breaker: None,
+            budget: None,
+            permit: None,
+        }
     }
     #[inline(always)]
     fn tuned(&self) -> Option<(Duration, f64)> {
@@ -122,13 +130,6 @@ struct Adapted<'p> {
 }
 
 impl<'p> Protected<'p> {
-    const NONE: Self = Protected {
-        adaptive: None,
-        breaker: None,
-        budget: None,
-        permit: None,
-    };
-
     /// Record attempts into `source`, which tuned this call's first delay and multiplier.
     pub(super) fn adapt(&mut self, source: &'p dyn Adapt, base: Duration, multiplier: f64) {
         self.adaptive = Some(Adapted {
@@ -240,7 +241,15 @@ impl<'p> Protection<'p> for Protected<'p> {
     #[inline(always)]
     fn admit(&mut self) -> Result<(), CircuitOpen> {
         if let Some(breaker) = self.breaker {
-            self.permit = Some(breaker.try_acquire()?.managed());
+            let permit = breaker.try_acquire()?.managed();
+            // The first attempt's permit: there is none before it. Not an assignment, whose
+            // drop of the old value re-read it from memory after the breaker's atomic loads.
+            let none = self.permit.replace(permit);
+            debug_assert!(
+                none.is_none(),
+                "admit is asked once, before the first attempt"
+            );
+            std::mem::forget(none);
         }
         Ok(())
     }
