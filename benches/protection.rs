@@ -78,103 +78,7 @@ const CASES: &[(&str, fn())] = &[
     ("per_key_lookup_and_closed_call", per_key_lookup_and_call),
 ];
 
-/// The same piece in the peer crates: a closed breaker admitting a call that succeeds, set up
-/// as `CLOSED` is (open after 5 consecutive failures, for 30 s).
-mod peers {
-    use failsafe::CircuitBreaker as _;
-    use failsafe::backoff::{self, Constant};
-    use failsafe::failure_policy::{self, ConsecutiveFailures};
-    use std::convert::Infallible;
-    use std::future::{Future, Ready, ready};
-    use std::hint::black_box;
-    use std::pin::pin;
-    use std::sync::LazyLock;
-    use std::task::{Context, Poll, Waker};
-    use std::time::Duration;
-    use tower_resilience_circuitbreaker::{CircuitBreaker, CircuitBreakerLayer, DefaultClassifier};
-    use tower_service::Service;
-
-    /// failsafe 1.3's breaker with the policy that matches `CLOSED`. (Its default policy also
-    /// keeps a success-rate window, which reads the clock on every record: more work than a
-    /// consecutive-failure count.) Its state sits behind a `parking_lot` mutex, taken once to
-    /// admit and once to record.
-    type Failsafe = failsafe::StateMachine<ConsecutiveFailures<Constant>, ()>;
-
-    static FAILSAFE: LazyLock<Failsafe> = LazyLock::new(|| {
-        let policy =
-            failure_policy::consecutive_failures(5, backoff::constant(Duration::from_secs(30)));
-        failsafe::Config::new().failure_policy(policy).build()
-    });
-
-    /// A clone shares the state machine (an `Arc`), as clones handed to threads do.
-    pub fn failsafe_handle() -> Failsafe {
-        FAILSAFE.clone()
-    }
-
-    /// `CircuitBreaker::call`: admission, the call, its success recorded.
-    pub fn failsafe_closed_call(breaker: &mut Failsafe) {
-        let out = black_box(&*breaker).call(|| Ok::<u64, ()>(black_box(1)));
-        black_box(out.is_ok());
-    }
-
-    /// The service behind tower-resilience's breaker: answers at once.
-    #[derive(Clone, Copy)]
-    pub struct Answer;
-
-    impl Service<u64> for Answer {
-        type Response = u64;
-        type Error = Infallible;
-        type Future = Ready<Result<u64, Infallible>>;
-
-        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-            Poll::Ready(Ok(()))
-        }
-
-        fn call(&mut self, req: u64) -> Self::Future {
-            ready(Ok(req + 1))
-        }
-    }
-
-    /// tower-resilience 0.14's breaker, through its tower service: its lowest public API (the
-    /// state, `Circuit`, is private to the crate). A call takes an async mutex (tokio's) to admit
-    /// and again to record, boxes its future, and reads the clock for slow-call detection.
-    type TowerResilience = CircuitBreaker<Answer, DefaultClassifier>;
-
-    static TOWER_RESILIENCE: LazyLock<TowerResilience> = LazyLock::new(|| {
-        let layer = CircuitBreakerLayer::builder()
-            .consecutive_failures(5)
-            .wait_duration_in_open(Duration::from_secs(30))
-            .build()
-            .expect("a valid configuration");
-        tower_layer::Layer::layer(&layer, Answer)
-    });
-
-    /// A clone shares the circuit (an `Arc` of the mutex), as the clones a server makes do.
-    pub fn tower_resilience_handle() -> TowerResilience {
-        TOWER_RESILIENCE.clone()
-    }
-
-    /// `poll_ready` then `call`, the future driven to its end by polling with a no-op waker: the
-    /// least an executor can add. The mutex is uncontended alone; beside another thread, a poll
-    /// that finds it held returns `Pending` and the next poll finds the lock handed over.
-    pub fn tower_resilience_closed_call(service: &mut TowerResilience) {
-        let mut cx = Context::from_waker(Waker::noop());
-        loop {
-            match service.poll_ready(&mut cx) {
-                Poll::Ready(ready) => break ready.expect("a closed breaker is ready"),
-                Poll::Pending => std::hint::spin_loop(),
-            }
-        }
-        let mut future = pin!(service.call(black_box(1)));
-        let out = loop {
-            match future.as_mut().poll(&mut cx) {
-                Poll::Ready(out) => break out,
-                Poll::Pending => std::hint::spin_loop(),
-            }
-        };
-        black_box(out.expect("a closed breaker passes the answer on"));
-    }
-}
+mod breaker_peers;
 
 /// With the `metrics` feature: a `#[retryable]` success measured into the recorder of
 /// `map_recorder.rs`, installed as the global one (retry-kit keeps its handles for the global
@@ -255,13 +159,13 @@ fn set_up() {
 fn for_each_handle_case(visit: &mut impl Visit) {
     visit.case(
         "failsafe_closed_call",
-        &peers::failsafe_handle,
-        peers::failsafe_closed_call,
+        &breaker_peers::failsafe_handle,
+        breaker_peers::failsafe_closed_call,
     );
     visit.case(
         "tower_resilience_closed_call",
-        &peers::tower_resilience_handle,
-        peers::tower_resilience_closed_call,
+        &breaker_peers::tower_resilience_handle,
+        breaker_peers::tower_resilience_closed_call,
     );
     #[cfg(feature = "metrics")]
     {
