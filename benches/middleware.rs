@@ -20,7 +20,8 @@
 //! trip through loopback on one core. Before timing, every client is checked to get its 200 and
 //! to send exactly the requests the case says.
 //!
-//! Run: `cargo bench -p retry-kit-benches --bench middleware`.
+//! Run: `cargo bench -p retry-kit-benches --bench middleware`; `bash benches/peers.sh middleware`
+//! prints the table of benches/README.md, each client as a ratio to the bare one.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reqwest::{StatusCode, Url};

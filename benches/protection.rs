@@ -8,7 +8,8 @@
 //!
 //! Run: `cargo bench -p retry-kit-benches --bench protection` (add `--features metrics` for the
 //! metrics rows; every other row is then measured with the feature on too). The tables in
-//! benches/README.md come from this bench.
+//! benches/README.md come from this bench; `bash benches/peers.sh protection` prints them with
+//! the ratios of the contended times to the lone ones.
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use retry_kit::{CircuitBreaker, PerKey, RetryBudget};
 use std::hint::black_box;
