@@ -10,12 +10,17 @@
 //! metrics rows; every other row is then measured with the feature on too). The tables in
 //! benches/README.md come from this bench; `bash benches/peers.sh protection` prints them with
 //! the ratios of the contended times to the lone ones.
+
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use retry_kit::{CircuitBreaker, PerKey, RetryBudget};
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+mod breaker_peers;
+#[cfg(feature = "metrics")]
+mod map_recorder;
 
 static CLOSED: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
 static OPEN: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(3600));
@@ -79,8 +84,6 @@ const CASES: &[(&str, fn())] = &[
     ("per_key_lookup_and_closed_call", per_key_lookup_and_call),
 ];
 
-mod breaker_peers;
-
 /// With the `metrics` feature: a `#[retryable]` success measured into the recorder of
 /// `map_recorder.rs`, installed as the global one (retry-kit keeps its handles for the global
 /// recorder only), and the floor: the same recorder's counter kept as a `metrics::Counter` and
@@ -130,9 +133,6 @@ mod metered {
         black_box(&*counter).increment(1);
     }
 }
-
-#[cfg(feature = "metrics")]
-mod map_recorder;
 
 /// Fill `HOSTS` with 64 keys, so that a lookup scans a full table.
 fn fill_hosts() {
