@@ -5,7 +5,9 @@
 #
 #   bash benches/peers.sh                          # both benches
 #   bash benches/peers.sh protection               # one of them
-#   FEATURES=metrics bash benches/peers.sh protection   # with the metrics rows
+#   FEATURES=metrics bash benches/peers.sh protection   # with the metrics rows (FEATURES is for
+#                                                       # protection only: the middleware is
+#                                                       # measured with default features)
 #   ARGS='--warm-up-time 1 --measurement-time 3' bash benches/peers.sh   # criterion's options
 #
 # protection: per call alone, beside a second thread, and with every core where there are more
@@ -27,8 +29,10 @@ for bench in "${benches[@]}"; do
   middleware) rm -rf "$CRITERION_HOME"/answered "$CRITERION_HOME"/503_then_200 ;;
   *) echo "no bench named $bench (protection, middleware)" >&2; exit 1 ;;
   esac
+  with=()
+  [[ $bench == protection ]] && with=("${features[@]}")
   # shellcheck disable=SC2086 # ARGS is criterion's options, split on purpose.
-  cargo bench -p retry-kit-benches --bench "$bench" "${features[@]}" -- ${ARGS:-} >&2
+  cargo bench -p retry-kit-benches --bench "$bench" "${with[@]}" -- ${ARGS:-} >&2
   echo
   python3 - "$CRITERION_HOME" "$bench" <<'EOF'
 import json, os, sys
