@@ -37,9 +37,12 @@ done
 # through a static breaker and through a `PerKey` entry of a full table (item 1).
 # And an HTTP request answered at once: bare, through HttpRetryLayer, through tower's retry with a
 # policy that clones the request (item 4).
-for name in async_success_hedged/macro protection/breaker protection/per_key layer/bare \
-  layer/tower_retry layer/http_retry; do
+# The peers' closed breakers beside the static one (item 5), and with FEATURES=metrics the floor
+# of a measured call: a kept `metrics::Counter` incremented (absent without the feature).
+for name in async_success_hedged/macro protection/breaker protection/per_key protection/failsafe \
+  protection/tower_resilience protection/metrics_floor layer/bare layer/tower_retry layer/http_retry; do
   [[ -n "${1:-}" && "$name" != *"$1"* ]] && continue
+  [[ "$name" == protection/metrics_floor && "${FEATURES:-}" != *metrics* ]] && continue
   a=$(count "$name" 1000)
   b=$(count "$name" 11000)
   printf '| %s | %s |\n' "$name" "$(( (b - a) / 10000 ))"

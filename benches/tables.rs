@@ -25,6 +25,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+mod breaker_peers;
 mod counting;
 mod layer_cases;
 #[cfg(feature = "metrics")]
@@ -45,8 +46,11 @@ const CONTENDERS: [&str; 8] = [
     "backoff",
 ];
 
-/// The shared-protection cases `benches/instructions.sh` counts (issue 26, item 1): a call
-/// through a `static` breaker, and through a `PerKey` entry found in a full table of 64 keys.
+/// The shared-protection cases `benches/instructions.sh` counts (issue 26, items 1 and 5): a call
+/// through a `static` breaker, through a `PerKey` entry found in a full table of 64 keys, and
+/// through the peers' closed breakers (`breaker_peers.rs`); with the `metrics` feature, the
+/// floor of a measured call: a kept `metrics::Counter` incremented (in the recorder of
+/// `--recorder`, or the facade's no-op one).
 fn protection_case(only: &str, iters: u64) -> bool {
     use retry_kit::{CircuitBreaker, PerKey};
     use std::time::Duration;
@@ -73,6 +77,25 @@ fn protection_case(only: &str, iters: u64) -> bool {
                 if let Ok(permit) = entry.try_acquire() {
                     permit.succeeded();
                 }
+            }
+        }
+        "protection/failsafe" => {
+            let mut breaker = breaker_peers::failsafe_handle();
+            for _ in 0..iters {
+                breaker_peers::failsafe_closed_call(&mut breaker);
+            }
+        }
+        "protection/tower_resilience" => {
+            let mut service = breaker_peers::tower_resilience_handle();
+            for _ in 0..iters {
+                breaker_peers::tower_resilience_closed_call(&mut service);
+            }
+        }
+        #[cfg(feature = "metrics")]
+        "protection/metrics_floor" => {
+            let counter = metrics::counter!("retry_kit_bench_floor");
+            for _ in 0..iters {
+                black_box(&counter).increment(1);
             }
         }
         _ => return false,
