@@ -69,7 +69,7 @@ mod retry_if;
 mod retry_loop;
 pub(crate) mod shared;
 mod stop;
-mod timeout;
+pub(crate) mod timeout;
 
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
 pub use call::{Call, Ended, InAttempt, Then};
