@@ -217,7 +217,8 @@ impl<RB> From<TimedOut> for HttpFailure<RB> {
 ///
 /// The inner service receives `Request<ReplayBody<B>>`; its error is boxed. A response with a
 /// retryable status that is still failing when the loop stops is returned as the response,
-/// not turned into an error.
+/// not turned into an error. Each call returns an [`HttpRetryFuture`], a named future that
+/// allocates nothing of its own.
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
@@ -398,21 +399,7 @@ where
         // for the next call.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let settings = &self.layer.settings;
-        let (mut parts, body) = req.into_parts();
-        let policy = settings.policy_for(&parts.method, &mut parts.headers);
-        // The breaker and budget of this request (its authority's, with a `PerKey`).
-        let held = settings.held_for(|| authority_of(&parts.uri));
-        let hook = observe::observed(settings.retry.hook.clone(), settings.retry.name());
-        let body = ReplayBody::new(body, self.layer.body_limit);
-        HttpRetryFuture::new(
-            inner,
-            (parts, body),
-            policy,
-            held,
-            hook,
-            settings.retry.timeout.clone(),
-        )
+        HttpRetryFuture::new(inner, req, &self.layer)
     }
 }
 

@@ -9,7 +9,7 @@
 //! `testing::record_sleeps_async`); go again. The call owns its policy (made for each request),
 //! so nothing in the future borrows from it.
 
-use super::{BodyTooLong, HttpFailure, LayerClassifier};
+use super::{BodyTooLong, HttpFailure, HttpRetryLayer, LayerClassifier, authority_of};
 use crate::clock::{self, Sleep};
 use crate::error::TimedOut;
 use crate::observe::{self, Observed};
@@ -24,6 +24,7 @@ use crate::{CircuitBreaker, RetryBudget};
 
 use ::http::request::Parts;
 use ::http::{Request, Response};
+use http_body::Body;
 use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::Future;
@@ -148,21 +149,21 @@ impl<Svc, B, H, T> HttpRetryFuture<Svc, B, H, T>
 where
     Svc: Service<Request<ReplayBody<B>>>,
 {
-    /// The call of one request, to start at its first poll: `inner` is ready, `policy` is the
-    /// request's own (idempotent by its method or key), `circuit` and `budget` its authority's.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub(super) fn new(
-        inner: Svc,
-        (parts, body): (Parts, ReplayBody<B>),
-        policy: RetryPolicy,
-        (circuit, budget): (
-            Option<Lease<'static, CircuitBreaker>>,
-            Option<Lease<'static, RetryBudget>>,
-        ),
-        hook: Observed<H>,
-        timeout: T,
-    ) -> Self {
+    /// The call of `request` through `layer`, to start at its first poll: `inner` is ready.
+    /// The request's policy is made now (idempotent by its method or key, which may be added
+    /// to its headers), and its breaker and budget chosen (its authority's, with a `PerKey`).
+    // Always inlined: the future is then built where `call` returns it, not moved there.
+    #[inline(always)]
+    pub(super) fn new(inner: Svc, request: Request<B>, layer: &HttpRetryLayer<H, T>) -> Self
+    where
+        B: Body,
+        H: Clone,
+        T: Clone,
+    {
+        let settings = &layer.settings;
+        let (mut parts, body) = request.into_parts();
+        let policy = settings.policy_for(&parts.method, &mut parts.headers);
+        let (circuit, budget) = settings.held_for(|| authority_of(&parts.uri));
         HttpRetryFuture {
             state: State::Start {
                 policy,
@@ -170,11 +171,11 @@ where
                 budget,
             },
             call: None,
-            hook,
-            timeout,
+            hook: observe::observed(settings.retry.hook.clone(), settings.retry.name()),
+            timeout: settings.retry.timeout.clone(),
             inner,
             parts,
-            body,
+            body: ReplayBody::new(body, layer.body_limit),
         }
     }
 }
