@@ -795,3 +795,185 @@ async fn a_layer_made_from_a_cell_reads_the_policy_it_holds_when_each_request_st
     );
     assert_eq!(server.bodies().len(), 2 + 3);
 }
+
+/// What a server saw of the attempt it served: its number and key when `call` was made and on
+/// every poll of its answer.
+type Seen = Arc<Mutex<Vec<(&'static str, u32, u128)>>>;
+
+/// A server whose answer takes two polls (it yields once), recording `current_attempt()` in
+/// `call` and on each poll; it answers 503 to its first request, then 200.
+#[derive(Clone, Default)]
+struct Watching {
+    calls: Arc<Mutex<u32>>,
+    seen: Seen,
+}
+
+fn attempt_now() -> (u32, u128) {
+    let attempt = retry_kit::current_attempt().expect("inside an attempt");
+    (attempt.number(), attempt.idempotency_key().as_u128())
+}
+
+/// The answer of a [`Watching`] server: not `Unpin` (the layer must not ask it to be).
+struct Yielding {
+    polls: u32,
+    code: u16,
+    seen: Seen,
+    _pinned: std::marker::PhantomPinned,
+}
+
+impl Future for Yielding {
+    type Output = Answer;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer> {
+        // SAFETY: no field is pinned structurally; nothing is moved out.
+        let this = unsafe { self.get_unchecked_mut() };
+        let (number, key) = attempt_now();
+        this.seen.lock().unwrap().push(("poll", number, key));
+        this.polls += 1;
+        if this.polls == 1 {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Ready(status(this.code))
+    }
+}
+
+impl Service<Request<ReplayBody<String>>> for Watching {
+    type Response = Response<&'static str>;
+    type Error = BoxError;
+    type Future = Yielding;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<ReplayBody<String>>) -> Yielding {
+        let (number, key) = attempt_now();
+        self.seen.lock().unwrap().push(("call", number, key));
+        let mut calls = self.calls.lock().unwrap();
+        *calls += 1;
+        Yielding {
+            polls: 0,
+            code: if *calls == 1 { 503 } else { 200 },
+            seen: Arc::clone(&self.seen),
+            _pinned: std::marker::PhantomPinned,
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_attempt_is_visible_in_the_inner_service_on_every_attempt() {
+    let server = Watching::default();
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let response = client.call(Request::new(String::new())).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let seen = server.seen.lock().unwrap().clone();
+    let steps: Vec<_> = seen.iter().map(|(step, n, _)| (*step, *n)).collect();
+    assert_eq!(
+        steps,
+        [
+            ("call", 1),
+            ("poll", 1),
+            ("poll", 1),
+            ("call", 2),
+            ("poll", 2),
+            ("poll", 2)
+        ]
+    );
+    assert!(
+        seen.iter().all(|(_, _, key)| *key == seen[0].2),
+        "one key for every attempt: {seen:?}"
+    );
+    assert!(
+        retry_kit::current_attempt().is_none(),
+        "only inside attempts"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_dropped_while_waiting_to_retry_releases_its_breaker_permit() {
+    static WAITING: CircuitBreaker = CircuitBreaker::new(2, Duration::from_secs(30));
+    let server = Server::answering((0..4).map(|_| status(503)).collect());
+    let mut client = HttpRetryLayer::new(policy())
+        .circuit(&WAITING)
+        .layer(server.clone());
+    {
+        // Attempt 1 fails (the breaker counts 1), the retry's permit is taken and the 100 ms
+        // wait begins; the request is dropped during it.
+        let mut pending = std::pin::pin!(client.call(post("x")));
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(pending.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(server.bodies().len(), 1);
+    }
+    // The dropped permit counted as neither success nor failure: a failure would have been the
+    // second of a threshold of 2.
+    assert_eq!(WAITING.state(), retry_kit::CircuitState::Closed);
+    // The next request's first failure is the second: the breaker opens and refuses the retry.
+    let response = client.call(post("x")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(server.bodies().len(), 2);
+    assert_eq!(WAITING.state(), retry_kit::CircuitState::Open);
+}
+
+/// A server that answers its first request with 503 and is then never ready again.
+#[derive(Clone, Default)]
+struct Stuck {
+    calls: Arc<Mutex<u32>>,
+    readiness_asked: Arc<Mutex<u32>>,
+}
+
+impl Service<Request<ReplayBody<String>>> for Stuck {
+    type Response = Response<&'static str>;
+    type Error = BoxError;
+    type Future = std::future::Ready<Answer>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        *self.readiness_asked.lock().unwrap() += 1;
+        Poll::Pending
+    }
+
+    fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+        *self.calls.lock().unwrap() += 1;
+        std::future::ready(status(503))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_waits_for_the_inner_service_to_be_ready_within_its_attempt_timeout() {
+    let server = Stuck::default();
+    let mut client = HttpRetryLayer::new(policy().attempts(3))
+        .attempt_timeout(Duration::from_secs(1))
+        .layer(server.clone());
+    let started = Instant::now();
+    // The caller made the service ready for the first attempt; the retries wait for it.
+    let get = Request::get("http://api.test/x")
+        .body(String::new())
+        .unwrap();
+    let error = client.call(get).await.unwrap_err();
+    assert!(error.is::<retry_kit::TimedOut>(), "{error}");
+    assert_eq!(*server.calls.lock().unwrap(), 1, "never ready again");
+    assert!(*server.readiness_asked.lock().unwrap() >= 2);
+    // Two retries, each cut off after 1 s, after two 100 ms waits.
+    assert_eq!(started.elapsed(), Duration::from_millis(2200));
+}
+
+#[tokio::test]
+async fn retry_waits_are_recorded_not_slept_under_record_sleeps_async() {
+    let server = Server::answering(vec![status(503), status(503)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let (response, slept) = retry_kit::testing::record_sleeps_async(client.call(post("x"))).await;
+    assert_eq!(response.unwrap().status(), StatusCode::OK);
+    assert_eq!(slept, [Duration::from_millis(100); 2]);
+    assert_eq!(server.bodies().len(), 3);
+}
+
+/// The future is `Send` whenever what it holds is, whatever the inner future's `Unpin`: checked
+/// at compile time, for a boxed answer and for one that is not `Unpin`.
+const _: () = {
+    fn send<T: Send>() {}
+    #[allow(dead_code)]
+    fn futures_are_send() {
+        send::<retry_kit::tower::HttpRetryFuture<Server, String>>();
+        send::<retry_kit::tower::HttpRetryFuture<Watching, String>>();
+    }
+};

@@ -179,6 +179,7 @@ impl<H, T> HttpSettings<H, T> {
     }
 
     /// One request's breaker and budget; `authority` is computed only for a `PerKey`.
+    #[inline]
     pub(crate) fn held_for(
         &self,
         authority: impl Fn() -> String,
@@ -186,6 +187,11 @@ impl<H, T> HttpSettings<H, T> {
         Option<Lease<'static, CircuitBreaker>>,
         Option<Lease<'static, RetryBudget>>,
     ) {
+        // Neither set: nothing to choose, and no call into the choosing (33 instructions a
+        // request when it was made anyway, by callgrind).
+        if self.circuit.is_none() && self.budget.is_none() {
+            return (None, None);
+        }
         held(self.circuit, self.budget, authority)
     }
 }

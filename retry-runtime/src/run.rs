@@ -54,6 +54,11 @@
 //! the attempt limit, the retry-after bound, the deadline, the budget or the breaker, and
 //! builds the [`Failure`] record; [`Call::attempt_timed`] and [`Call::settle`] are the one
 //! path of a timed attempt.
+//!
+//! A future written by hand (a tower layer's named future: the HTTP layer's) drives the same
+//! engine without the loops: it begins each attempt with [`Call::begin_attempt`], runs each
+//! poll of it through [`Call::in_attempt`] (where `current_attempt()` sees it), and asks
+//! [`Call::settle`] and [`Call::after`] as the loops do.
 
 mod already_done;
 mod call;
@@ -69,7 +74,7 @@ mod retry_if;
 mod retry_loop;
 pub(crate) mod shared;
 mod stop;
-mod timeout;
+pub(crate) mod timeout;
 
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
 pub use call::{Call, Ended, InAttempt, Then};

@@ -102,7 +102,8 @@ pub use crate::per_request::{Chosen, ForEachRequest};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use http_retry::{
-    DEFAULT_BODY_LIMIT, HttpFailure, HttpRetryLayer, HttpRetryService, is_idempotent,
+    DEFAULT_BODY_LIMIT, HttpFailure, HttpRetryFuture, HttpRetryLayer, HttpRetryService,
+    is_idempotent,
 };
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

@@ -246,17 +246,8 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// Run one attempt of a sync body, visible to `current_attempt()` while it runs.
     #[inline]
     pub fn attempt_sync<R, F: FnOnce() -> R>(&mut self, body: F) -> R {
-        self.ctx.begin_attempt();
-        self.protection.begin_attempt();
-        let _entered: Entered<'_> = self.ctx.enter();
-        if S::GUARDED {
-            let guard = PanicGuard(&mut self.protection);
-            let out = body();
-            std::mem::forget(guard);
-            out
-        } else {
-            body()
-        }
+        self.begin_attempt();
+        self.in_attempt(body)
     }
 
     /// Wrap one attempt of an async body, visible to `current_attempt()` on every poll.
@@ -265,9 +256,48 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         &mut self,
         body: F,
     ) -> InAttempt<'_, 'p, F, S, P> {
+        self.begin_attempt();
+        InAttempt { call: self, body }
+    }
+
+    /// Count a new attempt, and start it with the protection (the adaptive window's clock).
+    /// [`attempt_sync`](Self::attempt_sync) and [`attempt_async`](Self::attempt_async) begin
+    /// theirs; a hand-written future, which cannot keep an [`InAttempt`] borrowing its own call,
+    /// begins each attempt with this and runs every step of it through
+    /// [`in_attempt`](Self::in_attempt).
+    #[inline(always)]
+    pub fn begin_attempt(&mut self) {
         self.ctx.begin_attempt();
         self.protection.begin_attempt();
-        InAttempt { call: self, body }
+    }
+
+    /// Run one step of the running attempt (a sync body, or one poll of an async one) with the
+    /// attempt visible to `current_attempt()`, and the protection told if it panics: what
+    /// [`attempt_sync`](Self::attempt_sync) does with its body and [`InAttempt`] with each poll.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::run::Call;
+    /// use retry_kit::{RetryPolicy, current_attempt};
+    ///
+    /// let policy = RetryPolicy::new();
+    /// let mut call = Call::new(&policy, false);
+    /// call.begin_attempt();
+    /// let number = call.in_attempt(|| current_attempt().map(|a| a.number()));
+    /// assert_eq!(number, Some(1));
+    /// assert!(current_attempt().is_none(), "only while the step runs");
+    /// ```
+    #[inline(always)]
+    pub fn in_attempt<R>(&mut self, step: impl FnOnce() -> R) -> R {
+        let _entered: Entered<'_> = self.ctx.enter();
+        if S::GUARDED {
+            let guard = PanicGuard(&mut self.protection);
+            let out = step();
+            std::mem::forget(guard);
+            out
+        } else {
+            step()
+        }
     }
 
     /// The time left before the call's deadline (its own or an enclosing call's), if it has

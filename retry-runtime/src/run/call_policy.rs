@@ -4,10 +4,11 @@
 use crate::policy::RetryPolicy;
 use std::borrow::Borrow;
 
-/// Where a [`Call`](super::Call) finds its policy: a reference to one, or a zero-sized type
-/// naming a constant, which is what `#[retryable]` makes of a policy written in the attribute,
-/// so that the call's state (kept across every await of an async retryable future) holds no
-/// pointer to it and the constant's fields fold into the code.
+/// Where a [`Call`](super::Call) finds its policy: a reference to one, the policy itself (for a
+/// call kept in a future that cannot borrow it), or a zero-sized type naming a constant, which
+/// is what `#[retryable]` makes of a policy written in the attribute, so that the call's state
+/// (kept across every await of an async retryable future) holds no pointer to it and the
+/// constant's fields fold into the code.
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
@@ -37,6 +38,16 @@ pub trait CallPolicy: Copy {
 }
 
 impl CallPolicy for &RetryPolicy {
+    #[inline(always)]
+    fn policy(&self) -> &RetryPolicy {
+        self
+    }
+}
+
+/// The policy itself, kept in the call: for a call that must not borrow it, the state of a
+/// hand-written future such as the HTTP tower layer's `ResponseFuture`, whose policy is made
+/// for each request.
+impl CallPolicy for RetryPolicy {
     #[inline(always)]
     fn policy(&self) -> &RetryPolicy {
         self

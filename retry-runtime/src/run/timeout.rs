@@ -13,9 +13,8 @@ use std::time::Duration;
 /// when the timer fires first the body is dropped (cancelled) and the output is
 /// `Err(TimedOut)`.
 #[inline]
-fn timed<R, F, Tm>(body: F, timer: Tm, limit: Duration) -> Timed<F, Tm>
+fn timed<F, Tm>(body: F, timer: Tm, limit: Duration) -> Timed<F, Tm>
 where
-    F: Future<Output = R>,
     Tm: Future<Output = ()>,
 {
     Timed { body, timer, limit }
@@ -33,11 +32,26 @@ pub struct Timed<F, Tm> {
 impl<F: Future, Tm: Future<Output = ()>> Future for Timed<F, Tm> {
     type Output = Result<F::Output, TimedOut>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_with(cx, F::poll)
+    }
+}
+
+impl<F, Tm: Future<Output = ()>> Timed<F, Tm> {
+    /// Poll the body with `poll_body`, then the timer: how a body that is not a future by
+    /// itself (a step of a hand-written future that needs more than its own state, such as
+    /// the HTTP layer's, which calls its inner service) is timed as an attempt.
+    #[inline]
+    pub(crate) fn poll_with<R>(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        poll_body: impl FnOnce(Pin<&mut F>, &mut Context<'_>) -> Poll<R>,
+    ) -> Poll<Result<R, TimedOut>> {
         // SAFETY: `body` and `timer` are pinned structurally: they are never moved out of
         // `self`, and `Timed` has no `Drop` impl. `limit` is plain data and is not pinned.
         let this = unsafe { self.get_unchecked_mut() };
-        if let Poll::Ready(out) = unsafe { Pin::new_unchecked(&mut this.body) }.poll(cx) {
+        if let Poll::Ready(out) = poll_body(unsafe { Pin::new_unchecked(&mut this.body) }, cx) {
             return Poll::Ready(Ok(out));
         }
         match unsafe { Pin::new_unchecked(&mut this.timer) }.poll(cx) {
@@ -152,7 +166,7 @@ macro_rules! timed_slot {
             left: impl FnOnce() -> Option<Duration>,
         ) -> Timed<Fut, SlFut> {
             let (limit, _) = Limited::<E>::parts(self);
-            let limit = left().map_or(limit, |left| limit.min(left));
+            let limit = within(limit, left);
             timed(attempt, sleep(limit), limit)
         }
         #[inline]
@@ -201,13 +215,7 @@ impl<E> TimeoutSlot<E> for Option<(Duration, Conversion<TimedOut, E>)> {
         sleep: impl FnOnce(Duration) -> SlFut,
         left: impl FnOnce() -> Option<Duration>,
     ) -> Timed<Fut, MaybeTimer<SlFut>> {
-        match self {
-            Some(slot) => {
-                let Timed { body, timer, limit } = slot.wrap(attempt, sleep, left);
-                timed(body, MaybeTimer(Some(timer)), limit)
-            }
-            None => timed(attempt, MaybeTimer(None), Duration::MAX),
-        }
+        maybe_timed(self, attempt, sleep, left)
     }
     #[inline]
     fn settle<R: Outcome<Error = E>>(&self, out: Result<R, TimedOut>, timed_out: &mut bool) -> R {
@@ -221,6 +229,31 @@ impl<E> TimeoutSlot<E> for Option<(Duration, Conversion<TimedOut, E>)> {
     #[inline]
     fn slot(&self) -> Option<(Duration, Conversion<TimedOut, E>)> {
         *self
+    }
+}
+
+/// The limit of one attempt: `limit`, or the time `left()` before the deadline if that is less.
+#[inline]
+fn within(limit: Duration, left: impl FnOnce() -> Option<Duration>) -> Duration {
+    left().map_or(limit, |left| limit.min(left))
+}
+
+/// `body` as an attempt under a limit chosen at run time (`slot`; `None` times nothing), the
+/// timer made by `sleep`: the attempt of the `Option` slot, for a body that need not be a
+/// future by itself (see [`Timed::poll_with`]).
+#[inline]
+pub(crate) fn maybe_timed<E, F, SlFut: Future<Output = ()>>(
+    slot: &Option<(Duration, Conversion<TimedOut, E>)>,
+    body: F,
+    sleep: impl FnOnce(Duration) -> SlFut,
+    left: impl FnOnce() -> Option<Duration>,
+) -> Timed<F, MaybeTimer<SlFut>> {
+    match slot {
+        Some((limit, _)) => {
+            let limit = within(*limit, left);
+            timed(body, MaybeTimer(Some(sleep(limit))), limit)
+        }
+        None => timed(body, MaybeTimer(None), Duration::MAX),
     }
 }
 

@@ -1,27 +1,25 @@
 //! [`HttpRetryLayer`]: the tower layer for HTTP clients, with the semantics the SPEC gives
 //! (status table, `Retry-After`, idempotence by method or `Idempotency-Key`, replayed bodies).
 
+mod future;
+
+pub use future::HttpRetryFuture;
+
 use super::replay::{BodyNotReplayable, BoxError, ReplayBody};
 use crate::class::{Classify, ErrorClass};
-use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{ForEachRequest, HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::Classifier;
-use crate::run::retry::begin;
-use crate::run::shared::Shared;
 use crate::run::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::run::{Hook, NoHook};
 use crate::{CircuitBreaker, RetryBudget, observe};
 
 use ::http::{Request, Response, StatusCode};
-use bytes::Bytes;
 use http_body::Body;
 use std::error::Error as StdError;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tower_layer::Layer;
@@ -58,6 +56,15 @@ impl<RB> HttpFailure<RB> {
         HttpFailure {
             outcome: Err(error),
             repeatable: true,
+        }
+    }
+
+    /// What the caller gets when the loop stops on this failure: the response of a retryable
+    /// status (it is still an answer), or the error.
+    fn into_answer(self) -> Result<Response<RB>, BoxError> {
+        match self.outcome {
+            Ok(response) => Ok(*response),
+            Err(error) => Err(error),
         }
     }
 }
@@ -210,7 +217,8 @@ impl<RB> From<TimedOut> for HttpFailure<RB> {
 ///
 /// The inner service receives `Request<ReplayBody<B>>`; its error is boxed. A response with a
 /// retryable status that is still failing when the loop stops is returned as the response,
-/// not turned into an error.
+/// not turned into an error. Each call returns an [`HttpRetryFuture`], a named future that
+/// allocates nothing of its own.
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
@@ -371,111 +379,28 @@ pub fn is_idempotent<B>(request: &Request<B>) -> bool {
 
 impl<Svc, B, RB, H, T> Service<Request<B>> for HttpRetryService<Svc, H, T>
 where
-    Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone + Send + 'static,
-    Svc::Future: Send,
+    Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone,
     Svc::Error: Into<BoxError>,
-    B: Body<Data = Bytes> + Unpin + Send + 'static,
-    B::Error: Into<BoxError>,
-    RB: Send + 'static,
-    H: Hook<HttpFailure<RB>> + Clone + Send + 'static,
-    observe::Observed<H>: Hook<HttpFailure<RB>> + Send,
-    T: TimeoutSlot<HttpFailure<RB>> + Clone + Send + 'static,
+    B: Body,
+    H: Clone,
+    observe::Observed<H>: Hook<HttpFailure<RB>>,
+    T: TimeoutSlot<HttpFailure<RB>> + Clone,
 {
     type Response = Response<RB>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
+    type Future = HttpRetryFuture<Svc, B, H, T>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
+        // The service driven to readiness serves the first attempt; a clone takes its place
+        // for the next call.
         let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let layer = &self.layer;
-        let (mut parts, body) = req.into_parts();
-        let method = parts.method.clone();
-        let policy = layer.settings.policy_for(&method, &mut parts.headers);
-        // The breaker and budget of this request (its authority's, with a `PerKey`).
-        let (circuit, budget) = layer.settings.held_for(|| authority_of(&parts.uri));
-        let retry = layer.settings.retry.clone();
-        let body_limit = layer.body_limit;
-        let body = ReplayBody::new(body, body_limit);
-        Box::pin(async move {
-            let protection = Shared::chosen(circuit, budget);
-            let retry = retry
-                .with_policy(&policy)
-                .with_protection(protection)
-                .classify(LayerClassifier(&body));
-            let timeout = &retry.timeout.slot();
-            let sleep = clock::tokio_sleep;
-            let outcome: Result<Response<RB>, HttpFailure<RB>> = async {
-                begin!(retry, Result<Response<RB>, HttpFailure<RB>> => call, classifier, hook);
-                let mut ready = true;
-                crate::retry_async!(call.after(&classifier, &mut hook) <-
-                    {
-                    let out = call.attempt_timed(timeout, attempt(&mut inner, &parts, &body, &mut ready), sleep).await;
-                    call.settle::<Result<Response<RB>, HttpFailure<RB>>, _>(timeout, out)
-                },
-                    sleep: sleep)
-            }
-            .await;
-            match outcome {
-                Ok(response) => Ok(response),
-                Err(HttpFailure {
-                    outcome: Ok(response),
-                    ..
-                }) => Ok(*response),
-                Err(HttpFailure {
-                    outcome: Err(error),
-                    ..
-                }) => Err(error),
-            }
-        })
+        let inner = std::mem::replace(&mut self.inner, clone);
+        HttpRetryFuture::new(inner, req, &self.layer)
     }
-}
-
-/// One attempt: rebuild the request from its parts and a replay of the body, make the service
-/// ready (the first attempt's already is), and call it. A retryable status is a failure.
-async fn attempt<Svc, B, RB>(
-    inner: &mut Svc,
-    parts: &::http::request::Parts,
-    body: &ReplayBody<B>,
-    ready: &mut bool,
-) -> Result<Response<RB>, HttpFailure<RB>>
-where
-    Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
-    Svc::Error: Into<BoxError>,
-{
-    let Some(copy) = body.replay() else {
-        return Err(HttpFailure {
-            outcome: Err(Box::new(BodyTooLong)),
-            repeatable: false,
-        });
-    };
-    let mut request = Request::new(copy);
-    *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = parts.uri.clone();
-    *request.version_mut() = parts.version;
-    *request.headers_mut() = parts.headers.clone();
-    *request.extensions_mut() = parts.extensions.clone();
-    if !std::mem::take(ready) {
-        if let Err(e) = std::future::poll_fn(|cx| inner.poll_ready(cx)).await {
-            return Err(HttpFailure::error_of(e.into()));
-        }
-    }
-    // Whether the body can go again is asked only of a failure: a success takes no lock.
-    let outcome = match inner.call(request).await {
-        Ok(response) if crate::http::status_class(response.status()).is_failure() => {
-            Ok(Box::new(response))
-        }
-        Ok(response) => return Ok(response),
-        Err(e) => Err(e.into()),
-    };
-    Err(HttpFailure {
-        outcome,
-        repeatable: body.is_replayable(),
-    })
 }
 
 /// A request body longer than the replay bound, which the layer will not send twice.

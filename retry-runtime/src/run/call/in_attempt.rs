@@ -3,7 +3,7 @@
 use super::Call;
 use crate::policy::RetryPolicy;
 use crate::run::call_policy::CallPolicy;
-use crate::run::protection::{PanicGuard, Protection, Unprotected};
+use crate::run::protection::{Protection, Unprotected};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -27,16 +27,7 @@ impl<'p, F: Future, S: Protection<'p>, P: CallPolicy> Future for InAttempt<'_, '
         // SAFETY: `body` is pinned structurally: it is never moved out of `self`, and
         // `InAttempt` has no `Drop` impl. `call` is a plain reference and is not pinned.
         let this = unsafe { self.get_unchecked_mut() };
-        let call = &mut *this.call;
-        let _entered = call.ctx.enter();
         let body = unsafe { Pin::new_unchecked(&mut this.body) };
-        if S::GUARDED {
-            let guard = PanicGuard(&mut call.protection);
-            let out = body.poll(cx);
-            std::mem::forget(guard);
-            out
-        } else {
-            body.poll(cx)
-        }
+        this.call.in_attempt(|| body.poll(cx))
     }
 }

@@ -1,0 +1,344 @@
+//! [`HttpRetryFuture`]: what an [`HttpRetryService`](super::HttpRetryService) call returns, the
+//! crate's engine driven by hand, as tower's own `ResponseFuture`s are written, instead of an
+//! `async` block in a box: no allocation, and no copy of a boxed state into place.
+//!
+//! The steps are the async loop's ([`retry_async!`](crate::retry_async)): start the [`Call`]
+//! (and ask the breaker) at the first poll; begin each attempt; run each of its polls inside
+//! the attempt ([`Call::in_attempt`]), under its timeout; [`settle`](Call::settle) and ask
+//! [`after`](Call::after) what follows; sleep (or record the sleep, under
+//! `testing::record_sleeps_async`); go again. The call owns its policy (made for each request),
+//! so nothing in the future borrows from it.
+
+use super::{BodyTooLong, HttpFailure, HttpRetryLayer, LayerClassifier, authority_of};
+use crate::clock::{self, Sleep};
+use crate::error::TimedOut;
+use crate::observe::{self, Observed};
+use crate::per_key::Lease;
+use crate::policy::RetryPolicy;
+use crate::run::protection::Protected;
+use crate::run::shared::Shared;
+use crate::run::timeout::{MaybeTimer, Timed, maybe_timed};
+use crate::run::{Call, Conversion, Equip, Hook, NoHook, NoTimeout, TimeoutSlot};
+use crate::tower::{BoxError, ReplayBody};
+use crate::{CircuitBreaker, RetryBudget};
+
+use ::http::request::Parts;
+use ::http::{Request, Response};
+use http_body::Body;
+use pin_project_lite::pin_project;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+use tower_service::Service;
+
+/// The engine of one request: it owns its policy, and holds the request's breaker and budget
+/// (leased for the whole call).
+type LayerCall = Call<'static, Protected<'static>, RetryPolicy>;
+
+/// The outcome of one attempt: an answer, or a failure (a retryable status, an error).
+type Attempted<RB> = Result<Response<RB>, HttpFailure<RB>>;
+
+pin_project! {
+    /// The future of an [`HttpRetryService`](super::HttpRetryService) call: the request retried
+    /// by the layer's policy, resolving to the last answer (a retryable status that is still
+    /// failing when the retries stop is returned as the response) or the last error.
+    ///
+    /// A named type rather than a boxed `async` block: a request answered at once allocates
+    /// nothing for it. It is `Send` when the inner service, its future, the request body and
+    /// the hook are, and needs no `Unpin` of the inner service's future.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use http::{Request, Response};
+    /// use retry_kit::tower::{HttpRetryFuture, HttpRetryLayer, ReplayBody};
+    /// use retry_kit::RetryPolicy;
+    /// use std::convert::Infallible;
+    /// use std::future::{Ready, ready};
+    /// use tower_layer::Layer;
+    /// use tower_service::Service;
+    ///
+    /// #[derive(Clone)]
+    /// struct Ok200;
+    ///
+    /// impl Service<Request<ReplayBody<String>>> for Ok200 {
+    ///     type Response = Response<()>;
+    ///     type Error = Infallible;
+    ///     type Future = Ready<Result<Response<()>, Infallible>>;
+    ///     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+    ///         std::task::Poll::Ready(Ok(()))
+    ///     }
+    ///     fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+    ///         ready(Ok(Response::new(())))
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let mut client = HttpRetryLayer::new(RetryPolicy::new()).layer(Ok200);
+    /// // The type can be named, in a struct field or another service's `Future`.
+    /// let pending: HttpRetryFuture<Ok200, String> = client.call(Request::new(String::new()));
+    /// assert!(pending.await.unwrap().status().is_success());
+    /// # }
+    /// ```
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct HttpRetryFuture<Svc, B, H = NoHook, T = NoTimeout>
+    where
+        Svc: Service<Request<ReplayBody<B>>>,
+    {
+        #[pin]
+        state: State<Svc::Future, B>,
+        // `None` until the first poll starts it.
+        call: Option<LayerCall>,
+        hook: Observed<H>,
+        timeout: T,
+        // Ready for the first attempt; made ready again before each retry.
+        inner: Svc,
+        // The request without its body, copied into each attempt's request.
+        parts: Parts,
+        // The original body, which every attempt's copy replays.
+        body: ReplayBody<B>,
+    }
+}
+
+pin_project! {
+    /// Where the call is.
+    #[project = StateProj]
+    enum State<F, B> {
+        /// Not polled yet: what starting the call needs.
+        Start {
+            policy: RetryPolicy,
+            circuit: Option<Lease<'static, CircuitBreaker>>,
+            budget: Option<Lease<'static, RetryBudget>>,
+        },
+        /// An attempt under way, with its timer.
+        Attempt {
+            #[pin]
+            attempt: Timed<Step<F, B>, MaybeTimer<Sleep>>,
+        },
+        /// The wait before the next attempt.
+        Waiting {
+            #[pin]
+            sleep: Sleep,
+        },
+        /// The answer was returned.
+        Done,
+    }
+}
+
+pin_project! {
+    /// Where an attempt's request is.
+    #[project = StepProj]
+    enum Step<F, B> {
+        /// Not sent yet: `copy` is this attempt's copy of the body (`None` when the body
+        /// cannot be sent again), sent once the inner service is `ready`.
+        Unsent {
+            copy: Option<ReplayBody<B>>,
+            ready: bool,
+        },
+        /// Sent: the inner service's answer.
+        Sent {
+            #[pin]
+            answer: F,
+        },
+    }
+}
+
+impl<Svc, B, H, T> HttpRetryFuture<Svc, B, H, T>
+where
+    Svc: Service<Request<ReplayBody<B>>>,
+{
+    /// The call of `request` through `layer`, to start at its first poll: `inner` is ready.
+    /// The request's policy is made now (idempotent by its method or key, which may be added
+    /// to its headers), and its breaker and budget chosen (its authority's, with a `PerKey`).
+    // Always inlined: the future is then built where `call` returns it, not moved there.
+    #[inline(always)]
+    pub(super) fn new(inner: Svc, request: Request<B>, layer: &HttpRetryLayer<H, T>) -> Self
+    where
+        B: Body,
+        H: Clone,
+        T: Clone,
+    {
+        let settings = &layer.settings;
+        let (mut parts, body) = request.into_parts();
+        let policy = settings.policy_for(&parts.method, &mut parts.headers);
+        let (circuit, budget) = settings.held_for(|| authority_of(&parts.uri));
+        HttpRetryFuture {
+            state: State::Start {
+                policy,
+                circuit,
+                budget,
+            },
+            call: None,
+            hook: observe::observed(settings.retry.hook.clone(), settings.retry.name()),
+            timeout: settings.retry.timeout.clone(),
+            inner,
+            parts,
+            body: ReplayBody::new(body, layer.body_limit),
+        }
+    }
+}
+
+impl<Svc, B, RB, H, T> Future for HttpRetryFuture<Svc, B, H, T>
+where
+    Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
+    Svc::Error: Into<BoxError>,
+    Observed<H>: Hook<HttpFailure<RB>>,
+    T: TimeoutSlot<HttpFailure<RB>>,
+{
+    type Output = Result<Response<RB>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let slot = this.timeout.slot();
+        let call = match this.call {
+            Some(call) => call,
+            None => {
+                // The first poll starts the call, as the first poll of an async retry loop
+                // does: it inherits the deadline of the attempt this poll runs in, and the
+                // breaker is asked now, not when the request was made.
+                let StateProj::Start {
+                    policy,
+                    circuit,
+                    budget,
+                } = this.state.as_mut().project()
+                else {
+                    panic!("`HttpRetryFuture` polled after completion");
+                };
+                let protection = Shared::chosen(*circuit, *budget);
+                let wants_clock = Hook::<HttpFailure<RB>>::wants_clock(&*this.hook);
+                let call =
+                    Equip::<HttpFailure<RB>>::equip(&protection, Call::new(*policy, wants_clock));
+                let call = this.call.insert(call);
+                if let Err(refused) = Equip::<HttpFailure<RB>>::admit(&protection, call) {
+                    observe::refused(&mut *this.hook);
+                    this.state.set(State::Done);
+                    return Poll::Ready(refused.into_answer());
+                }
+                this.state.set(next_attempt(call, &slot, this.body));
+                call
+            }
+        };
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Attempt { attempt } => {
+                    let (inner, parts, body) = (&mut *this.inner, &*this.parts, &*this.body);
+                    let out = ready!(call.in_attempt(|| {
+                        attempt.poll_with(cx, |step, cx| poll_step(step, cx, inner, parts, body))
+                    }));
+                    let out = call.settle::<Attempted<RB>, _>(&slot, out);
+                    match call.after(&out, &LayerClassifier(body), &mut *this.hook) {
+                        None => {
+                            this.state.set(State::Done);
+                            return Poll::Ready(match out {
+                                Ok(response) => Ok(response),
+                                Err(failure) => failure.into_answer(),
+                            });
+                        }
+                        Some(delay) => {
+                            // As `retry_async!`: a recorded (virtual) or zero wait goes on at once.
+                            if !clock::virtual_sleep(delay) && !delay.is_zero() {
+                                let sleep = clock::tokio_sleep(delay);
+                                this.state.set(State::Waiting { sleep });
+                            } else {
+                                this.state.set(next_attempt(call, &slot, body));
+                            }
+                        }
+                    }
+                }
+                StateProj::Waiting { sleep } => {
+                    ready!(sleep.poll(cx));
+                    this.state.set(next_attempt(call, &slot, this.body));
+                }
+                StateProj::Start { .. } | StateProj::Done => {
+                    panic!("`HttpRetryFuture` polled after completion")
+                }
+            }
+        }
+    }
+}
+
+/// Begin the next attempt (the first included): counted by the engine, timed by the layer's
+/// limit (or the time left before the deadline, if less), with its own copy of the body.
+#[inline]
+fn next_attempt<F, B, E>(
+    call: &mut LayerCall,
+    slot: &Option<(Duration, Conversion<TimedOut, E>)>,
+    body: &ReplayBody<B>,
+) -> State<F, B> {
+    let step = Step::Unsent {
+        copy: body.replay(),
+        // The service the call was given is ready for the first attempt.
+        ready: call.attempt() == 0,
+    };
+    let attempt = maybe_timed(slot, step, clock::tokio_sleep, || call.time_left());
+    call.begin_attempt();
+    State::Attempt { attempt }
+}
+
+/// One poll of an attempt's request: make the inner service ready (from the second attempt
+/// on), send the request, rebuilt from its parts and the attempt's copy of the body, and read
+/// the answer, a retryable status being a failure.
+fn poll_step<Svc, B, RB>(
+    mut step: Pin<&mut Step<Svc::Future, B>>,
+    cx: &mut Context<'_>,
+    inner: &mut Svc,
+    parts: &Parts,
+    body: &ReplayBody<B>,
+) -> Poll<Attempted<RB>>
+where
+    Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
+    Svc::Error: Into<BoxError>,
+{
+    if let StepProj::Unsent { copy, ready } = step.as_mut().project() {
+        if copy.is_some() && !*ready {
+            if let Err(e) = std::task::ready!(inner.poll_ready(cx)) {
+                return Poll::Ready(Err(HttpFailure::error_of(e.into())));
+            }
+            *ready = true;
+        }
+        let Some(copy) = copy.take() else {
+            return Poll::Ready(Err(HttpFailure {
+                outcome: Err(Box::new(BodyTooLong)),
+                repeatable: false,
+            }));
+        };
+        let answer = inner.call(Request::from_parts(parts.clone(), copy));
+        step.set(Step::Sent { answer });
+    }
+    let StepProj::Sent { answer } = step.project() else {
+        unreachable!("an attempt's request is sent above");
+    };
+    // Whether the body can go again is asked only of a failure: a success takes no lock.
+    let outcome = match ready!(answer.poll(cx)) {
+        Ok(response) if crate::http::status_class(response.status()).is_failure() => {
+            Ok(Box::new(response))
+        }
+        Ok(response) => return Poll::Ready(Ok(response)),
+        Err(e) => Err(e.into()),
+    };
+    Poll::Ready(Err(HttpFailure {
+        outcome,
+        repeatable: body.is_replayable(),
+    }))
+}
+
+impl<Svc, B, H, T> fmt::Debug for HttpRetryFuture<Svc, B, H, T>
+where
+    Svc: Service<Request<ReplayBody<B>>>,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Start { .. } => "start",
+            State::Attempt { .. } => "attempt",
+            State::Waiting { .. } => "waiting",
+            State::Done => "done",
+        };
+        f.debug_struct("HttpRetryFuture")
+            .field("state", &state)
+            .field("attempt", &self.call.as_ref().map_or(0, Call::attempt))
+            .field("request", &self.parts)
+            .finish_non_exhaustive()
+    }
+}
