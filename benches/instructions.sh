@@ -7,6 +7,7 @@
 #   bash benches/instructions.sh sync_success    # the cases whose name contains this
 #   FEATURES=metrics bash benches/instructions.sh       # with the `metrics` feature (no recorder)
 #   FEATURES=metrics RECORDER=1 bash benches/instructions.sh   # ... and a Prometheus recorder
+#   bash benches/instructions.sh middleware     # the reqwest middlewares, per request
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
@@ -46,4 +47,19 @@ for name in async_success_hedged/macro protection/breaker protection/per_key pro
   a=$(count "$name" 1000)
   b=$(count "$name" 11000)
   printf '| %s | %s |\n' "$name" "$(( (b - a) / 10000 ))"
+done
+# A GET answered 200 at once through reqwest-middleware's client: bare, through RetryMiddleware,
+# through reqwest-retry's middleware (item 4), on a loopback server in the same process. Loopback
+# makes these vary by some tens of instructions per request; 200 and 1 200 requests.
+middleware=$(cargo bench -p retry-kit-benches --bench middleware --no-run --message-format=json 2>/dev/null |
+  grep -o '"executable":"[^"]*middleware[^"]*"' | tail -1 | cut -d'"' -f4)
+for name in answered/bare answered/retry_kit answered/reqwest_retry; do
+  [[ -n "${1:-}" && "middleware/$name" != *"$1"* ]] && continue
+  counted() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$middleware" --only "$name" --iters "$1" 2>&1 |
+      sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+  }
+  a=$(counted 200)
+  b=$(counted 1200)
+  printf '| middleware/%s | %s |\n' "$name" "$(( (b - a) / 1000 ))"
 done

@@ -23,7 +23,7 @@
 //! Run: `cargo bench -p retry-kit-benches --bench middleware`; `bash benches/peers.sh middleware`
 //! prints the table of benches/README.md, each client as a ratio to the bare one.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use reqwest::{StatusCode, Url};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use reqwest_retry::policies::ExponentialBackoff;
@@ -242,6 +242,39 @@ fn middleware(c: &mut Criterion) {
     }
 }
 
+/// `--only answered/CONTENDER --iters N`: make N requests through one client and print
+/// nothing, for counting instructions under callgrind (`benches/instructions.sh middleware`).
+/// Loopback traffic makes the count vary by a few tens of instructions per request (the
+/// runtime's polls of the socket), against the tens of thousands a request costs.
+fn only(args: &[String]) -> bool {
+    let Some(i) = args.iter().position(|a| a == "--only") else {
+        return false;
+    };
+    let case = args.get(i + 1).expect("--only answered/CONTENDER");
+    let iters: u64 = args
+        .iter()
+        .position(|a| a == "--iters")
+        .and_then(|j| args.get(j + 1))
+        .map(|n| n.parse().expect("--iters N"))
+        .unwrap_or(1);
+    let contender = Contender::ALL
+        .into_iter()
+        .find(|c| case.strip_prefix("answered/") == Some(c.name()))
+        .unwrap_or_else(|| panic!("no case named {case}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let url = rt.block_on(serve(Served::default()));
+    let clients = Clients::new();
+    rt.block_on(async {
+        for _ in 0..iters {
+            assert_eq!(contender.call(&clients, &url).await, StatusCode::OK);
+        }
+    });
+    true
+}
+
 criterion_group! {
     name = benches;
     // A round trip is tens of microseconds, and the retry case over a millisecond: fewer samples
@@ -249,4 +282,13 @@ criterion_group! {
     config = Criterion::default().sample_size(50).without_plots();
     targets = middleware
 }
-criterion_main!(benches);
+
+// `criterion_main!`, with the callgrind mode first.
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if only(&args) {
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -254,43 +254,44 @@ where
         // A streamed body cannot be replayed (`try_clone()` refuses it): sent once, still through
         // the loop, so its one attempt has the timeout, the breaker, the budget and the hook.
         let repeatable = req.body().is_none_or(|body| body.as_bytes().is_some());
-        let method = req.method().clone();
-        let policy = self.settings.policy_for(&method, req.headers_mut());
+        let policy = self
+            .settings
+            .policy_for(&req.method().clone(), req.headers_mut());
         // The breaker and budget of this request (its authority's, with a `PerKey`).
         let (circuit, budget) = self.settings.held_for(|| authority_of(&req));
-        let protection = Shared::chosen(circuit, budget);
-        let retry = self
-            .settings
-            .retry
-            .clone()
-            .with_policy(&policy)
-            .with_protection(protection)
-            .classify(MiddlewareClassifier { repeatable });
-        let timeout = &retry.timeout.slot();
-        let sleep = clock::tokio_sleep;
         // An async block, so that a breaker's refusal of the first attempt (`begin!` returns
         // it) ends the loop, not `handle`.
         // Each attempt sends a copy of a request that can go again; a streamed one is taken by
-        // its one attempt.
-        let (shared, mut once) = if repeatable {
-            (Some(req), None)
-        } else {
-            (None, Some(req))
-        };
-        let outcome: Result<Response, Attempted> = async {
+        // its one attempt. One slot for both (two `Option<Request>`s made the future some
+        // 300 bytes larger, copied with it).
+        let mut request = Some(req);
+        // Pinned in place and awaited through the pin: a future awaited by value is kept twice
+        // in this one (where it is made and where it is awaited), and this one is boxed for
+        // every request.
+        // What the loop alone uses is made inside it, so that this future does not keep it too.
+        let outcome: Result<Response, Attempted> = std::pin::pin!(async {
+            let retry = self
+                .settings
+                .retry
+                .clone()
+                .with_policy(&policy)
+                .with_protection(Shared::chosen(circuit, budget))
+                .classify(MiddlewareClassifier { repeatable });
+            let timeout = &retry.timeout.slot();
+            let sleep = clock::tokio_sleep;
             begin!(retry, Result<Response, Attempted> => call, classifier, hook);
             crate::retry_async!(call.after(&classifier, &mut hook) <-
                 {
                     let out = call.attempt_timed(timeout, attempt(
-                    shared.as_ref(),
-                    &mut once,
+                    &mut request,
+                    repeatable,
                     &mut *extensions,
                     next.clone(),
                 ), sleep).await;
                     call.settle::<Result<Response, Attempted>, _>(timeout, out)
                 },
                 sleep: sleep)
-        }
+        })
         .await;
         match outcome {
             Ok(response) => Ok(response),
@@ -300,27 +301,34 @@ where
     }
 }
 
-/// One attempt with a copy of the request (`shared`), or with the request itself when it
-/// cannot be copied (`once`, taken by the first attempt): a retryable status is a failed
+/// One attempt with a copy of the request when it can go again (`repeatable`), or with the
+/// request itself when it cannot (taken by the first attempt): a retryable status is a failed
 /// attempt.
 async fn attempt(
-    shared: Option<&Request>,
-    once: &mut Option<Request>,
+    slot: &mut Option<Request>,
+    repeatable: bool,
     extensions: &mut Extensions,
     next: Next<'_>,
 ) -> Result<Response, Attempted> {
-    let request = match shared {
-        Some(req) => req.try_clone(),
-        None => once.take(),
+    // In a block of its own, so that the request (moved into `run`) is not kept in this future
+    // across the await: only the answer's future is.
+    let answer = {
+        let request = if repeatable {
+            slot.as_ref().and_then(Request::try_clone)
+        } else {
+            slot.take()
+        };
+        let Some(request) = request else {
+            // A copyable request was copied once already, and a streamed one makes one
+            // attempt (`MiddlewareClassifier`), so this cannot happen; say so rather than
+            // panic.
+            return Err(Attempted::Error(::reqwest_middleware::Error::middleware(
+                NotReplayable,
+            )));
+        };
+        next.run(request, extensions)
     };
-    let Some(request) = request else {
-        // A copyable request was copied once already, and a streamed one makes one attempt
-        // (`MiddlewareClassifier`), so this cannot happen; say so rather than panic.
-        return Err(Attempted::Error(::reqwest_middleware::Error::middleware(
-            NotReplayable,
-        )));
-    };
-    match next.run(request, extensions).await {
+    match answer.await {
         Ok(response) if crate::http::status_class(response.status()).is_failure() => {
             Err(Attempted::Status(Box::new(response)))
         }
