@@ -977,3 +977,38 @@ const _: () = {
         send::<retry_kit::tower::HttpRetryFuture<Watching, String>>();
     }
 };
+
+/// The boxed future the layer used to return was `Unpin`, and callers relied on it
+/// (`futures::poll!(&mut fut)`, `select(fut, ..)`): the named future is `Unpin` whenever the
+/// inner service's future is, its waits and timers boxed. Checked at compile time, with a
+/// breaker, a hook and an attempt timeout, whose states hold those timers.
+const _: () = {
+    fn unpin<T: Unpin>() {}
+    #[allow(dead_code)]
+    fn futures_over_unpin_answers_are_unpin() {
+        type Hooked = fn(&Failure<'_, HttpFailure<&'static str>>);
+        unpin::<retry_kit::tower::HttpRetryFuture<Server, String>>();
+        unpin::<
+            retry_kit::tower::HttpRetryFuture<
+                Server,
+                String,
+                Hooked,
+                retry_kit::run::AttemptTimeout,
+            >,
+        >();
+    }
+};
+
+#[tokio::test(start_paused = true)]
+async fn a_future_is_polled_by_reference_and_retries_on_the_next_poll() {
+    // `poll` through `&mut` (what `select!` and `poll!` do), the wait between attempts included.
+    let server = Server::answering(vec![status(503)]);
+    let mut client = HttpRetryLayer::new(policy()).layer(server.clone());
+    let mut pending = client.call(post("x"));
+    let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut pending).poll(cx))).await;
+    assert!(first.is_pending(), "waiting to retry after the 503");
+    assert_eq!(server.bodies().len(), 1);
+    let response = (&mut pending).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(server.bodies().len(), 2);
+}

@@ -14,7 +14,11 @@
 //!
 //! `attempt_timeout` cuts attempts off with a real timer of the runtime, which a recording does
 //! not make virtual (it cannot know when a pending attempt would have finished): test timeouts
-//! on tokio's paused clock.
+//! on tokio's paused clock when the attempts are futures of the test's own (a mock service, a
+//! channel). Not when they wait on real sockets (a server on loopback): while the I/O is
+//! pending the runtime is idle, so the paused clock jumps to the next timer and every attempt
+//! times out at once. There, keep the real clock (and short limits), and record the waits
+//! between attempts with [`record_sleeps_async`].
 
 use std::future::Future;
 use std::pin::pin;

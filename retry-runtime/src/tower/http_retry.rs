@@ -291,7 +291,23 @@ impl<H, T> HttpRetryLayer<H, T> {
         self
     }
 
-    /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
+    /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record. Its error is
+    /// an [`HttpFailure`] of the inner service's response body type, which a closure names in
+    /// its argument (the layer is made before the service it wraps, so it cannot be inferred):
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tower::{HttpFailure, HttpRetryLayer};
+    /// use retry_kit::{Failure, RetryPolicy};
+    ///
+    /// // For a hyper client the body type is `hyper::body::Incoming`.
+    /// let layer = HttpRetryLayer::new(RetryPolicy::new()).on_failure(
+    ///     |failed: &Failure<'_, HttpFailure<String>>| {
+    ///         eprintln!("attempt {} failed: {}", failed.attempt, failed.error);
+    ///     },
+    /// );
+    /// # let _ = layer;
+    /// ```
     pub fn on_failure<H2>(self, hook: H2) -> HttpRetryLayer<H2, T> {
         HttpRetryLayer {
             settings: self.settings.on_failure(hook),

@@ -46,8 +46,11 @@ pin_project! {
     /// failing when the retries stop is returned as the response) or the last error.
     ///
     /// A named type rather than a boxed `async` block: a request answered at once allocates
-    /// nothing for it. It is `Send` when the inner service, its future, the request body and
-    /// the hook are, and needs no `Unpin` of the inner service's future.
+    /// nothing for it (a wait between attempts, and an attempt's timer under
+    /// `.attempt_timeout(..)`, are boxed when they are made). It is `Send` when the inner
+    /// service, its future, the request body and the hook are; `Unpin` when the inner service's
+    /// future is (hyper-util's client's is); for one that is not, pin it (`std::pin::pin!`,
+    /// `Box::pin`) where a caller needs `Unpin`.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -112,15 +115,16 @@ pin_project! {
             circuit: Option<Lease<'static, CircuitBreaker>>,
             budget: Option<Lease<'static, RetryBudget>>,
         },
-        /// An attempt under way, with its timer.
+        /// An attempt under way, with its timer (boxed, made only under `.attempt_timeout(..)`).
         Attempt {
             #[pin]
-            attempt: Timed<Step<F, B>, MaybeTimer<Sleep>>,
+            attempt: Timed<Step<F, B>, MaybeTimer<Pin<Box<Sleep>>>>,
         },
-        /// The wait before the next attempt.
+        /// The wait before the next attempt (boxed: the future is then `Unpin` whenever the
+        /// inner service's future is, as the boxed future it replaced always was, and a request
+        /// answered at once carries no room for a timer).
         Waiting {
-            #[pin]
-            sleep: Sleep,
+            sleep: Pin<Box<Sleep>>,
         },
         /// The answer was returned.
         Done,
@@ -239,7 +243,7 @@ where
                         Some(delay) => {
                             // As `retry_async!`: a recorded (virtual) or zero wait goes on at once.
                             if !clock::virtual_sleep(delay) && !delay.is_zero() {
-                                let sleep = clock::tokio_sleep(delay);
+                                let sleep = Box::pin(clock::tokio_sleep(delay));
                                 this.state.set(State::Waiting { sleep });
                             } else {
                                 this.state.set(next_attempt(call, &slot, body));
@@ -248,7 +252,7 @@ where
                     }
                 }
                 StateProj::Waiting { sleep } => {
-                    ready!(sleep.poll(cx));
+                    ready!(sleep.as_mut().poll(cx));
                     this.state.set(next_attempt(call, &slot, this.body));
                 }
                 StateProj::Start { .. } | StateProj::Done => {
@@ -272,7 +276,12 @@ fn next_attempt<F, B, E>(
         // The service the call was given is ready for the first attempt.
         ready: call.attempt() == 0,
     };
-    let attempt = maybe_timed(slot, step, clock::tokio_sleep, || call.time_left());
+    let attempt = maybe_timed(
+        slot,
+        step,
+        |limit| Box::pin(clock::tokio_sleep(limit)),
+        || call.time_left(),
+    );
     call.begin_attempt();
     State::Attempt { attempt }
 }
