@@ -198,3 +198,43 @@ fn a_per_host_breaker_beside_one_global_budget() {
         ONE_BUDGET.tokens()
     );
 }
+
+#[test]
+fn keys_that_took_the_places_of_others_each_find_their_own_entry() {
+    // Four keys kept in use while forty rounds of four others replace each other around them,
+    // so that keys sit wherever a forgotten key was, and the table's index of places is
+    // rewritten around the kept keys again and again.
+    let table: PerKey<RetryBudget, 8> = PerKey::new(RetryBudget::new(10, 0.1));
+    let kept: Vec<String> = (0..4).map(|i| format!("kept-{i}")).collect();
+    let entry = |key: &str| &*table.get(key) as *const RetryBudget;
+    // A charged budget has something to remember, so the kept keys are never the ones
+    // replaced while the passing ones (full budgets) can be.
+    let kept_entries: Vec<_> = kept
+        .iter()
+        .map(|key| {
+            table.get(key.as_str()).record_failure();
+            entry(key)
+        })
+        .collect();
+    for round in 0..40 {
+        let mut entries = Vec::new();
+        for i in 0..4 {
+            let key = format!("round-{round}-{i}");
+            let made = entry(&key);
+            assert_eq!(entry(&key), made, "{key} finds the entry it was given");
+            entries.push(made);
+        }
+        for (key, &first) in kept.iter().zip(&kept_entries) {
+            assert_eq!(entry(key), first, "{key} kept its entry in round {round}");
+        }
+        entries.extend(&kept_entries);
+        entries.sort();
+        entries.dedup();
+        assert_eq!(
+            entries.len(),
+            8,
+            "eight keys, eight entries, in round {round}"
+        );
+        assert_eq!(table.len(), 8);
+    }
+}

@@ -9,6 +9,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+mod index;
 mod lease;
 mod pick;
 pub use lease::Lease;
@@ -159,6 +160,8 @@ impl<T> Slot<T> {
 pub struct PerKey<T, const N: usize = 64> {
     template: T,
     slots: [Slot<T>; N],
+    /// Which place each key has (see [`index`]).
+    index: index::Index<N>,
     /// Held to place a key (insertions are one at a time).
     inserts: Mutex<()>,
     /// Insertions so far: the "time" of a place's last use.
@@ -174,6 +177,7 @@ impl<T, const N: usize> PerKey<T, N> {
             PerKey {
                 template,
                 slots: slots(),
+                index: index::Index::new(),
                 inserts: Mutex::new(()),
                 insertions: AtomicU64::new(0),
             }
@@ -251,35 +255,49 @@ impl<T: Template, const N: usize> PerKey<T, N> {
         }
     }
 
-    /// The value of the live entry for `hash`, marked as used now, and its place.
+    /// The value of the live entry for `hash`, marked as used now, and its place: where the
+    /// index says, or failing that (a key placed or forgotten meanwhile, or none), found by
+    /// scanning the table from the key's home place.
     #[inline]
     fn lookup(&self, hash: u64) -> Option<(Lease<'_, T>, &Slot<T>)> {
+        let fits = |place: usize| self.slots[place].hash.load(Ordering::Acquire) == hash;
+        if let Some(place) = self.index.find(hash, fits) {
+            return self.hit(&self.slots[place], hash);
+        }
+        self.scan(hash)
+    }
+
+    #[cold]
+    fn scan(&self, hash: u64) -> Option<(Lease<'_, T>, &Slot<T>)> {
         let home = (hash % N as u64) as usize;
         let (after, before) = self.slots.split_at(home);
-        for slot in before.iter().chain(after) {
-            if slot.hash.load(Ordering::Acquire) != hash {
-                continue;
-            }
-            // SAFETY: a place's value is set before its first hash and kept until the table
-            // is dropped (`&self` outlives the lease).
-            let value = unsafe { &*slot.value.load(Ordering::Acquire) };
-            let tenancy = value.tenancy();
-            // Read again after the tenancy: unchanged, the tenancy is this key's (or a lapsed
-            // one of this key's, whose writes are dropped); changed, the place is being given
-            // to another key: placed anew under the lock.
-            if slot.hash.load(Ordering::Acquire) != hash {
-                return None;
-            }
-            // A use ranks after every insertion so far (an insertion is ranked by its own
-            // count): written only when that changes, so a table whose keys stay put is only
-            // read.
-            let now = self.insertions.load(Ordering::Relaxed).wrapping_add(1);
-            if slot.used.load(Ordering::Relaxed) != now {
-                slot.used.store(now, Ordering::Relaxed);
-            }
-            return Some((Lease::new(value, tenancy), slot));
+        let slot = before
+            .iter()
+            .chain(after)
+            .find(|slot| slot.hash.load(Ordering::Acquire) == hash)?;
+        self.hit(slot, hash)
+    }
+
+    /// The lease of `slot`, whose hash was just read as `hash`, marked as used now.
+    #[inline]
+    fn hit<'s>(&'s self, slot: &'s Slot<T>, hash: u64) -> Option<(Lease<'s, T>, &'s Slot<T>)> {
+        // SAFETY: a place's value is set before its first hash and kept until the table is
+        // dropped (`&self` outlives the lease).
+        let value = unsafe { &*slot.value.load(Ordering::Acquire) };
+        let tenancy = value.tenancy();
+        // Read again after the tenancy: unchanged, the tenancy is this key's (or a lapsed one
+        // of this key's, whose writes are dropped); changed, the place is being given to
+        // another key: placed anew under the lock.
+        if slot.hash.load(Ordering::Acquire) != hash {
+            return None;
         }
-        None
+        // A use ranks after every insertion so far (an insertion is ranked by its own count):
+        // written only when that changes, so a table whose keys stay put is only read.
+        let now = self.insertions.load(Ordering::Relaxed).wrapping_add(1);
+        if slot.used.load(Ordering::Relaxed) != now {
+            slot.used.store(now, Ordering::Relaxed);
+        }
+        Some((Lease::new(value, tenancy), slot))
     }
 
     /// Give `hash` a place, unless another thread gave it one meanwhile (then that value is
@@ -297,7 +315,8 @@ impl<T: Template, const N: usize> PerKey<T, N> {
         }
         let now = self.insertions.load(Ordering::Relaxed).wrapping_add(1);
         self.insertions.store(now, Ordering::Relaxed);
-        let slot = &self.slots[self.place(hash)];
+        let place = self.place(hash);
+        let slot = &self.slots[place];
         slot.labelled
             .store(u32::from(label.is_some()), Ordering::Relaxed);
         let existing = slot.value.load(Ordering::Acquire);
@@ -312,6 +331,9 @@ impl<T: Template, const N: usize> PerKey<T, N> {
         } else {
             // Lookups of the old key miss from here on; then the calls that leased the value
             // for it are cut off and their writes waited for, and the value starts afresh.
+            let old = slot.hash.load(Ordering::Relaxed);
+            self.index
+                .remove(old, place, |p| self.slots[p].hash.load(Ordering::Relaxed));
             slot.hash.store(0, Ordering::SeqCst);
             // SAFETY: as in `lookup`.
             unsafe { &*existing }.recycle(label);
@@ -322,6 +344,7 @@ impl<T: Template, const N: usize> PerKey<T, N> {
         let value = unsafe { &*value };
         let tenancy = value.tenancy();
         slot.hash.store(hash, Ordering::Release);
+        self.index.insert(hash, place);
         Lease::new(value, tenancy)
     }
 
