@@ -480,6 +480,43 @@ fn per_key_a_lapsed_budget_lease_charges_nothing_to_the_next_key() {
     });
 }
 
+/// Keys are looked up while another thread gives the place of a fourth key to a new one, which
+/// rewrites the table's index of places (the forgotten key's bucket removed, the buckets after
+/// it in its run moved back): in every interleaving each lookup finds its key's own entry (by
+/// the index, or by the scan it falls back to), and the table keeps its four keys. (Which
+/// buckets share a run depends on the process's random hash seed: three kept keys make it
+/// likely that one follows the forgotten key's.)
+#[test]
+fn per_key_lookups_beside_an_insertion_that_rewrites_the_index_find_their_own_entries() {
+    const KEPT: [&str; 3] = ["a.example", "b.example", "c.example"];
+    model(3, || {
+        let table = Arc::new(PerKey::<RetryBudget, 4>::new(RetryBudget::new(10, 0.1)));
+        // Charged, so that the kept keys are never the ones forgotten.
+        let kept: Vec<usize> = KEPT
+            .iter()
+            .map(|key| {
+                let lease = table.get(*key);
+                lease.record_failure();
+                place(lease.value())
+            })
+            .collect();
+        let _gone = table.get("gone.example");
+        let insert = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || place(table.get("new.example").value()))
+        };
+        let look = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || KEPT.map(|key| place(table.get(key).value())))
+        };
+        assert_eq!(look.join().unwrap().to_vec(), kept);
+        let new = insert.join().unwrap();
+        assert!(!kept.contains(&new));
+        assert_eq!(table.len(), 4);
+        assert_eq!(place(table.get("new.example").value()), new);
+    });
+}
+
 /// A `PolicyCell` read beside a `set` (the seqlock of `src/seqlock.rs`): the reader gets the
 /// old policy or the new one, whole, in every interleaving; never words of both.
 #[test]
