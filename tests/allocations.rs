@@ -123,3 +123,71 @@ async fn a_success_allocates_nothing_with_metrics_on_and_no_recorder() {
     assert_eq!(out.unwrap(), 7);
     assert_eq!(allocations, 0, "async");
 }
+
+/// A layer keyed by host finds the request's entry in its `PerKey` without allocating: the
+/// `host:port` text is written on the stack (issue: a `String` and a boxed copy per request).
+#[cfg(all(feature = "tower", feature = "http"))]
+mod per_host {
+    use super::counting;
+    use http::{Request, Response};
+    use retry_kit::tower::{HttpRetryLayer, ReplayBody};
+    use retry_kit::{CircuitBreaker, PerKey, RetryPolicy};
+    use std::convert::Infallible;
+    use std::future::{Ready, ready};
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+    use tower_layer::Layer;
+    use tower_service::Service;
+
+    static PER_HOST: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(5, Duration::from_secs(30)));
+
+    /// Answers 200 at once, allocating nothing.
+    #[derive(Clone)]
+    struct Answers;
+
+    impl Service<Request<ReplayBody<String>>> for Answers {
+        type Response = Response<()>;
+        type Error = Infallible;
+        type Future = Ready<Result<Response<()>, Infallible>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: Request<ReplayBody<String>>) -> Self::Future {
+            ready(Ok(Response::new(())))
+        }
+    }
+
+    /// What one request through `client` allocates, the request made beforehand.
+    async fn allocations<S>(client: &mut S) -> usize
+    where
+        S: Service<Request<String>, Response = Response<()>>,
+        S::Error: std::fmt::Debug,
+    {
+        let request = Request::get("http://api.example/")
+            .body(String::new())
+            .unwrap();
+        counting::start();
+        let response = client.call(request).await;
+        let allocated = counting::stop();
+        assert!(response.unwrap().status().is_success());
+        allocated
+    }
+
+    #[tokio::test]
+    async fn a_per_host_breaker_costs_a_request_no_allocation_once_its_host_has_an_entry() {
+        let policy = RetryPolicy::new();
+        let mut shared = HttpRetryLayer::new(policy).layer(Answers);
+        let mut per_host = HttpRetryLayer::new(policy)
+            .circuit(&PER_HOST)
+            .layer(Answers);
+        // The host's entry is made, and labelled, by the first request.
+        allocations(&mut per_host).await;
+        assert_eq!(
+            PER_HOST.get("api.example:80").key().as_deref(),
+            Some("api.example:80")
+        );
+        let without = allocations(&mut shared).await;
+        assert_eq!(allocations(&mut per_host).await, without);
+    }
+}

@@ -3,6 +3,10 @@
 //! [`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware) and
 //! [`HttpRetryLayer`](crate::tower::HttpRetryLayer) accept.
 
+mod authority;
+
+pub(crate) use authority::Authority;
+
 use crate::per_key::{AsPerKey, Lease, PerKey, Template, key_hash};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::PolicySource;
@@ -69,54 +73,43 @@ impl<T: Template + Send + Sync + 'static, const N: usize> ForEachRequest<T>
 }
 
 impl<T> Chosen<T> {
-    /// The value for a request; `authority` (its key) is asked for only with a `PerKey`, so a
-    /// shared breaker costs no hashing.
-    pub(crate) fn for_authority(
-        self,
-        authority: impl FnOnce() -> (u64, Box<str>),
-    ) -> Lease<'static, T>
+    /// Whether each request's authority chooses the value (a `PerKey`).
+    fn by_authority(&self) -> bool {
+        matches!(self.0, Choice::ByAuthority(_))
+    }
+
+    /// The value for a request whose authority is `text`, hashed `hash` (used only with a
+    /// `PerKey`; its text becomes a new entry's label).
+    fn for_authority(self, hash: u64, text: &str) -> Lease<'static, T>
     where
         T: Template,
     {
         match self.0 {
             Choice::One(value) => Lease::of(value),
-            Choice::ByAuthority(per_key) => {
-                let (hash, text) = authority();
-                per_key.value_for(hash, &|| Some(text.clone()))
-            }
+            Choice::ByAuthority(per_key) => per_key.value_for(hash, &|| Some(Box::from(text))),
         }
     }
 }
 
 /// The breaker and budget one request uses, held for its call. `authority` (the request's key)
-/// is computed at most once, and only when one of them is a `PerKey`.
+/// is computed only when one of them is a `PerKey`, and hashed once for both.
 pub(crate) fn held(
     circuit: Option<Chosen<CircuitBreaker>>,
     budget: Option<Chosen<RetryBudget>>,
-    authority: impl Fn() -> String,
+    authority: impl FnOnce() -> Authority,
 ) -> (
     Option<Lease<'static, CircuitBreaker>>,
     Option<Lease<'static, RetryBudget>>,
 ) {
-    let mut key: Option<(u64, Box<str>)> = None;
-    let mut authority = || {
-        key.get_or_insert_with(|| {
-            let text = authority();
-            (key_hash(&text), text.into_boxed_str())
-        })
-        .clone()
-    };
+    let by_authority =
+        circuit.is_some_and(|c| c.by_authority()) || budget.is_some_and(|b| b.by_authority());
+    let text = by_authority.then(authority);
+    let text = text.as_ref().map_or("", Authority::as_str);
+    let hash = if by_authority { key_hash(text) } else { 0 };
     (
-        circuit.map(|c| c.for_authority(&mut authority)),
-        budget.map(|b| b.for_authority(&mut authority)),
+        circuit.map(|c| c.for_authority(hash, text)),
+        budget.map(|b| b.for_authority(hash, text)),
     )
-}
-
-/// The `PerKey` key of an authority: its host and port written `host:port` (the scheme's default
-/// port when the URL names none), so that `PER_HOST.get("api.example:443")` finds the entry of
-/// `https://api.example/..`. The same for a reqwest `Url` and an `http::Uri` naming one host.
-pub(crate) fn authority_key(host: &str, port: u16) -> String {
-    format!("{host}:{port}")
 }
 
 /// What the policy of a front end starts from before it owns one (a `Retry` needs a reference).
@@ -182,7 +175,7 @@ impl<H, T> HttpSettings<H, T> {
     #[inline]
     pub(crate) fn held_for(
         &self,
-        authority: impl Fn() -> String,
+        authority: impl FnOnce() -> Authority,
     ) -> (
         Option<Lease<'static, CircuitBreaker>>,
         Option<Lease<'static, RetryBudget>>,

@@ -67,8 +67,8 @@ use crate::budget::RetryBudget;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
+use crate::per_request::{Authority, HttpSettings};
 pub use crate::per_request::{Chosen, ForEachRequest};
-use crate::per_request::{HttpSettings, authority_key};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::Classifier;
@@ -224,9 +224,9 @@ impl<H, T> RetryMiddleware<H, T> {
 }
 
 /// A request's authority (host and port), hashed as `PerKey` keys are.
-fn authority_of(request: &Request) -> String {
+fn authority_of(request: &Request) -> Authority {
     let url = request.url();
-    authority_key(
+    Authority::new(
         url.host_str().unwrap_or_default(),
         url.port_or_known_default().unwrap_or_default(),
     )

@@ -239,7 +239,7 @@ impl<H> GrpcRetryLayer<H> {
         self.origin = origin
             .host()
             .is_some()
-            .then(|| Arc::from(super::service::authority_of(&origin)));
+            .then(|| Arc::from(super::service::authority_of(&origin).as_str()));
         self
     }
 

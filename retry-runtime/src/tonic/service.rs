@@ -12,7 +12,7 @@ use crate::clock;
 use crate::error::TimedOut;
 use crate::observe;
 use crate::per_key::Lease;
-use crate::per_request::{authority_key, held};
+use crate::per_request::{Authority, held};
 use crate::policy::RetryPolicy;
 use crate::run::retry::begin;
 use crate::run::shared::Shared;
@@ -120,7 +120,7 @@ where
         );
         let (circuit, budget) = held(layer.circuit, layer.budget, || {
             match (parts.uri.host(), &layer.origin) {
-                (None, Some(origin)) => origin.to_string(),
+                (None, Some(origin)) => Authority::text(origin),
                 _ => authority_of(&parts.uri),
             }
         });
@@ -226,7 +226,7 @@ fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 
 /// A request's authority as a `PerKey` key, `host:port` (the scheme's default port when it
 /// names none); `""` for a request without one (a generated client without an origin).
-pub(crate) fn authority_of(uri: &Uri) -> String {
+pub(crate) fn authority_of(uri: &Uri) -> Authority {
     match uri.host() {
         Some(host) => {
             let default_port = if uri.scheme_str() == Some("https") {
@@ -234,9 +234,9 @@ pub(crate) fn authority_of(uri: &Uri) -> String {
             } else {
                 80
             };
-            authority_key(host, uri.port_u16().unwrap_or(default_port))
+            Authority::new(host, uri.port_u16().unwrap_or(default_port))
         }
-        None => String::new(),
+        None => Authority::text(""),
     }
 }
 

@@ -8,7 +8,7 @@ pub use future::HttpRetryFuture;
 use super::replay::{BodyNotReplayable, BoxError, ReplayBody};
 use crate::class::{Classify, ErrorClass};
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_request::{ForEachRequest, HttpSettings, authority_key};
+use crate::per_request::{Authority, ForEachRequest, HttpSettings};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::Classifier;
@@ -375,13 +375,13 @@ pub struct HttpRetryService<Svc, H = NoHook, T = NoTimeout> {
 
 /// A request's authority (host and port, the scheme's default when the URI names none) as a
 /// `PerKey` key: the same key reqwest's middleware gives a URL naming the same host.
-fn authority_of(uri: &::http::Uri) -> String {
+fn authority_of(uri: &::http::Uri) -> Authority {
     let default_port = match uri.scheme_str() {
         Some("https") => 443,
         Some("http") => 80,
         _ => 0,
     };
-    authority_key(
+    Authority::new(
         uri.host().unwrap_or_default(),
         uri.port_u16().unwrap_or(default_port),
     )
