@@ -111,9 +111,10 @@ const fn once_limit(attempts: u32) -> u32 {
 impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     /// Start a call. `needs_clock` asks for the start time to be read even without a deadline
     /// (for [`Failure::elapsed`](super::Failure::elapsed)); pass the hook's [`Hook::wants_clock`].
-    // Always inlined, so that with a `const` policy and no hook the clock branch folds away
-    // and the success path is a thread-local read and a few stores; the clock work itself
-    // stays out of line in `clocked`.
+    // Always inlined, so that with a `const` policy and no hook the clock branches fold away
+    // and the success path is a thread-local read and a few stores. The clock work is in line
+    // too: out of line, its prologue and a 32-byte return through memory cost a call with a
+    // hook or a deadline more than the arithmetic.
     #[inline(always)]
     pub fn new(policy: P, needs_clock: bool) -> Self {
         let source = policy;
@@ -121,7 +122,7 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
         let inherited = context::inherited();
         let (start, deadline) = match policy.deadline {
             Some(budget) => Self::clocked(budget, inherited.deadline),
-            // A hook's clock: one read, in line (the deadline's arithmetic stays out of line).
+            // A hook's clock: one read, no deadline to work out.
             None if needs_clock => (Some(clock::now()), inherited.deadline),
             None => (None, inherited.deadline),
         };
