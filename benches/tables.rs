@@ -52,6 +52,7 @@ const CONTENDERS: [&str; 8] = [
 /// floor of a measured call: a kept `metrics::Counter` incremented (in the recorder of
 /// `--recorder`, or the facade's no-op one).
 fn protection_case(only: &str, iters: u64) -> bool {
+    use retry_kit::per_key::HashedKey as PerKeyHash;
     use retry_kit::{CircuitBreaker, PerKey};
     use std::time::Duration;
     static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(30));
@@ -87,6 +88,24 @@ fn protection_case(only: &str, iters: u64) -> bool {
             for i in 0..iters {
                 let key = keys[(i % 64) as usize].as_str();
                 let entry = black_box(&HOSTS).get(black_box(key));
+                if let Ok(permit) = entry.try_acquire() {
+                    permit.succeeded();
+                }
+            }
+        }
+        "protection/per_key_hashed" => {
+            // One key of the full table, hashed once beforehand (`HashedKey`, what a client of
+            // one upstream keeps), as `breaker` calls one static breaker: the entry is found at
+            // the place the key remembers, whatever the hash seed.
+            let keys: Vec<PerKeyHash> = (0..64)
+                .map(|i| PerKeyHash::new(&format!("api-{i}.example")))
+                .collect();
+            for key in &keys {
+                let _ = HOSTS.get_hashed(key);
+            }
+            for _ in 0..iters {
+                let key = &keys[17];
+                let entry = black_box(&HOSTS).get_hashed(black_box(key));
                 if let Ok(permit) = entry.try_acquire() {
                     permit.succeeded();
                 }

@@ -238,3 +238,35 @@ fn keys_that_took_the_places_of_others_each_find_their_own_entry() {
         assert_eq!(table.len(), 8);
     }
 }
+
+#[test]
+fn a_hashed_key_finds_the_entry_get_finds_and_follows_it_to_a_new_place() {
+    use retry_kit::per_key::HashedKey;
+    let table: PerKey<RetryBudget, 2> = PerKey::new(RetryBudget::new(10, 0.1));
+    let a = HashedKey::new("a.example");
+    let first = &*table.get_hashed(&a) as *const RetryBudget;
+    assert_eq!(&*table.get("a.example") as *const RetryBudget, first);
+    assert_eq!(&*table.get_hashed(&a) as *const RetryBudget, first);
+    // a.example loses its place to c.example (b.example, charged, is kept), and c.example is
+    // charged in it: a hashed key that leased what is at the place it remembers would now
+    // count into c.example's entry.
+    table.get("b.example").record_failure();
+    let c = table.get("c.example");
+    assert_eq!(
+        &*c as *const RetryBudget, first,
+        "c.example took a.example's place"
+    );
+    c.record_failure();
+    let again = table.get_hashed(&a);
+    assert_eq!(again.tokens(), 10.0, "a.example's own entry, made afresh");
+    assert_eq!(
+        table.get("c.example").tokens(),
+        9.0,
+        "c.example's entry is its own"
+    );
+    // It remembered the new place: `get` finds the same entry.
+    assert_eq!(
+        &*table.get("a.example") as *const RetryBudget,
+        &*again as *const RetryBudget
+    );
+}

@@ -9,9 +9,11 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+mod hashed;
 mod index;
 mod lease;
 mod pick;
+pub use hashed::HashedKey;
 pub use lease::Lease;
 pub use pick::{OneByKey, Pick, one_by_key, pick};
 
