@@ -144,15 +144,20 @@ pub(crate) fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Opti
     }
 }
 
-/// An I/O error met while sending a request. Before anything was sent (a connect error, a
-/// refused connection) a failure worth retrying is transient; after, a reset or an abort
-/// leaves the outcome unknown.
+/// An I/O error met while sending a request. Before anything was sent (a connect or DNS error,
+/// a refused connection) it is transient; after, a reset or an abort leaves the outcome
+/// unknown, and what `io::Error`'s own class calls permanent stays permanent.
 fn io_class(io: &std::io::Error, before_sending: bool) -> ErrorClass {
+    // Nothing was sent, whatever the kind: a failed DNS lookup reaches here as an error std
+    // leaves uncategorized, which on its own would be permanent.
+    if before_sending {
+        return ErrorClass::Transient;
+    }
     let class = io.class();
     if class == ErrorClass::Permanent {
         return class;
     }
-    if before_sending || io.kind() == std::io::ErrorKind::ConnectionRefused {
+    if io.kind() == std::io::ErrorKind::ConnectionRefused {
         ErrorClass::Transient
     } else {
         ErrorClass::IdempotentOnly
@@ -325,8 +330,9 @@ impl<H, T> HttpRetryLayer<H, T> {
     }
 
     /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
-    /// keyed by each request's authority written `host:port`, the scheme's default port filled
-    /// in: `PER_HOST.get("api.example:443")` finds the entry of `https://api.example/..`) before
+    /// keyed by each request's authority written `host:port`, the host in lower case (an IPv6
+    /// address in its canonical form) and the scheme's default port filled in:
+    /// `PER_HOST.get("api.example:443")` finds the entry of `https://API.example/..`) before
     /// every attempt; a refused first attempt is an error.
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
         self.settings.circuit = Some(breaker.chosen());
@@ -430,3 +436,46 @@ impl fmt::Display for BodyTooLong {
 }
 
 impl StdError for BodyTooLong {}
+
+#[cfg(test)]
+mod tests {
+    use super::chain_class;
+    use crate::class::ErrorClass;
+    use std::error::Error;
+    use std::fmt;
+    use std::io;
+
+    /// An error with a message and a source, as hyper-util's client errors are.
+    #[derive(Debug)]
+    struct Wrapped(&'static str, Box<dyn Error + Send + Sync>);
+
+    impl fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl Error for Wrapped {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&*self.1)
+        }
+    }
+
+    #[test]
+    fn a_failed_dns_lookup_through_hyper_util_is_transient() {
+        // What hyper-util's legacy client returns for an unknown host: std's resolver error is
+        // an `io::Error` of a kind it leaves uncategorized (`Other` is the nearest stable one).
+        let lookup =
+            io::Error::other("failed to lookup address information: Name or service not known");
+        let dns = Wrapped("dns error", Box::new(lookup));
+        let connect = Wrapped("client error (Connect)", Box::new(dns));
+        assert_eq!(chain_class(&connect).0, ErrorClass::Transient);
+    }
+
+    #[test]
+    fn the_same_io_error_after_the_request_was_sent_is_permanent() {
+        let other = io::Error::other("something the client could not say");
+        let sending = Wrapped("client error (SendRequest)", Box::new(other));
+        assert_eq!(chain_class(&sending).0, ErrorClass::Permanent);
+    }
+}
