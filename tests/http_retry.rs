@@ -1012,3 +1012,44 @@ async fn a_future_is_polled_by_reference_and_retries_on_the_next_poll() {
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(server.bodies().len(), 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn one_host_written_in_other_cases_or_forms_is_one_per_key_entry() {
+    // As reqwest's URL parser writes hosts (lower case, canonical IPv6), so that
+    // `PER_HOST.get("host:port")` finds the entry whatever case the request's URI used.
+    static PER_HOST: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(2, Duration::from_secs(600)));
+    let server = Server::answering((0..8).map(|_| status(503)).collect());
+    let mut client = HttpRetryLayer::new(policy().attempts(2))
+        .circuit(&PER_HOST)
+        .layer(server.clone());
+    let request = |uri: &str| Request::get(uri).body(String::new()).unwrap();
+    let answer = client
+        .call(request("http://API.Example:8080/a"))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        PER_HOST.get("api.example:8080").state(),
+        retry_kit::CircuitState::Open,
+        "the entry of api.example:8080"
+    );
+    // The same host in another case is refused by the same open breaker, unsent.
+    assert!(
+        client
+            .call(request("http://api.EXAMPLE:8080/b"))
+            .await
+            .is_err()
+    );
+    assert_eq!(server.bodies().len(), 2);
+
+    let answer = client
+        .call(request("http://[0:0:0:0:0:0:0:1]:8083/"))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        PER_HOST.get("[::1]:8083").state(),
+        retry_kit::CircuitState::Open
+    );
+}

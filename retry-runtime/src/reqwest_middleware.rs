@@ -194,8 +194,9 @@ impl<H, T> RetryMiddleware<H, T> {
     }
 
     /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
-    /// keyed by each request's authority written `host:port`, the scheme's default port filled
-    /// in: `PER_HOST.get("api.example:443")` finds the entry of `https://api.example/..`) before
+    /// keyed by each request's authority written `host:port`, the host in lower case (an IPv6
+    /// address in its canonical form) and the scheme's default port filled in:
+    /// `PER_HOST.get("api.example:443")` finds the entry of `https://API.example/..`) before
     /// every attempt; a refused first attempt is an error.
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
         self.settings.circuit = Some(breaker.chosen());

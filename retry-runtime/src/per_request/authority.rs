@@ -1,7 +1,8 @@
 //! [`Authority`]: a request's host and port as the text a `PerKey` is keyed by, written on the
 //! stack, so that choosing a request's breaker and budget allocates nothing.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
+use std::net::Ipv6Addr;
 
 /// Room for a DNS name (at most 253 bytes), a colon and a port.
 const ROOM: usize = 260;
@@ -19,8 +20,25 @@ pub(crate) enum Authority {
 }
 
 impl Authority {
-    /// `host:port`.
+    /// `host:port`, the host written as reqwest's URL parser writes it: letters in lower case
+    /// (host names are case-insensitive), an IPv6 address in its canonical form (`[::1]` for
+    /// `[0:0:0:0:0:0:0:1]`); so that one host is one key, through either front end.
     pub(crate) fn new(host: &str, port: u16) -> Self {
+        let mut text = Authority::Inline {
+            bytes: [0u8; ROOM],
+            len: 0,
+        };
+        let ipv6 = host
+            .strip_prefix('[')
+            .and_then(|inner| inner.strip_suffix(']'))
+            .and_then(|inner| inner.parse::<Ipv6Addr>().ok());
+        match ipv6 {
+            Some(address) => {
+                // Writing to `Authority` does not fail.
+                let _ = write!(text, "[{address}]");
+            }
+            None => text.push_lowercase(host),
+        }
         let mut digits = [0u8; 5];
         let mut at = digits.len();
         let mut rest = port;
@@ -32,45 +50,69 @@ impl Authority {
                 break;
             }
         }
-        let port = &digits[at..];
-        let len = host.len() + 1 + port.len();
-        if len > ROOM {
-            let mut text = String::with_capacity(len);
-            text.push_str(host);
-            text.push(':');
-            // ASCII digits.
-            text.extend(port.iter().map(|&d| char::from(d)));
-            return Authority::Heap(text);
-        }
-        let mut bytes = [0u8; ROOM];
-        bytes[..host.len()].copy_from_slice(host.as_bytes());
-        bytes[host.len()] = b':';
-        bytes[host.len() + 1..len].copy_from_slice(port);
-        Authority::Inline { bytes, len }
+        text.push_ascii(b":");
+        text.push_ascii(&digits[at..]);
+        text
     }
 
     /// Text given whole (a gRPC layer's configured origin, or `""` for no authority).
     #[cfg(feature = "tonic")]
     pub(crate) fn text(text: &str) -> Self {
-        if text.len() > ROOM {
-            return Authority::Heap(text.to_owned());
-        }
-        let mut bytes = [0u8; ROOM];
-        bytes[..text.len()].copy_from_slice(text.as_bytes());
-        Authority::Inline {
-            bytes,
-            len: text.len(),
-        }
+        let mut authority = Authority::Inline {
+            bytes: [0u8; ROOM],
+            len: 0,
+        };
+        let _ = authority.write_str(text);
+        authority
     }
 
     pub(crate) fn as_str(&self) -> &str {
         match self {
             Authority::Inline { bytes, len } => {
-                // Built from a `str`, a colon and ASCII digits only.
+                // Only whole `str`s and ASCII bytes are ever written.
                 std::str::from_utf8(&bytes[..*len]).unwrap_or_default()
             }
             Authority::Heap(text) => text,
         }
+    }
+
+    /// Append `host` with its ASCII letters in lower case.
+    fn push_lowercase(&mut self, host: &str) {
+        let _ = self.write_str(host);
+        let written = host.len();
+        match self {
+            Authority::Inline { bytes, len } => bytes[*len - written..*len].make_ascii_lowercase(),
+            Authority::Heap(text) => {
+                let from = text.len() - written;
+                text[from..].make_ascii_lowercase();
+            }
+        }
+    }
+
+    /// Append ASCII bytes.
+    fn push_ascii(&mut self, ascii: &[u8]) {
+        debug_assert!(ascii.is_ascii());
+        let _ = self.write_str(std::str::from_utf8(ascii).unwrap_or_default());
+    }
+}
+
+/// Appends on the stack while the text fits, then moves it to the heap.
+impl fmt::Write for Authority {
+    fn write_str(&mut self, more: &str) -> fmt::Result {
+        match self {
+            Authority::Inline { bytes, len } if *len + more.len() <= ROOM => {
+                bytes[*len..*len + more.len()].copy_from_slice(more.as_bytes());
+                *len += more.len();
+            }
+            Authority::Inline { .. } => {
+                let mut text = String::with_capacity(self.as_str().len() + more.len());
+                text.push_str(self.as_str());
+                text.push_str(more);
+                *self = Authority::Heap(text);
+            }
+            Authority::Heap(text) => text.push_str(more),
+        }
+        Ok(())
     }
 }
 
@@ -99,6 +141,30 @@ mod tests {
                 format!("{host}:{port}")
             );
         }
+    }
+
+    #[test]
+    fn hosts_are_written_as_reqwest_writes_them() {
+        assert_eq!(
+            Authority::new("API.Example.COM", 443).as_str(),
+            "api.example.com:443"
+        );
+        assert_eq!(Authority::new("LOCALHOST", 8084).as_str(), "localhost:8084");
+        assert_eq!(
+            Authority::new("[0:0:0:0:0:0:0:1]", 8083).as_str(),
+            "[::1]:8083"
+        );
+        assert_eq!(
+            Authority::new("[2001:DB8::0:1]", 80).as_str(),
+            "[2001:db8::1]:80"
+        );
+        // Not an address: written as given, in lower case.
+        assert_eq!(Authority::new("[nonsense]", 1).as_str(), "[nonsense]:1");
+        let long = "Y".repeat(300);
+        assert_eq!(
+            Authority::new(&long, 80).as_str(),
+            format!("{}:80", long.to_lowercase())
+        );
     }
 
     #[test]
