@@ -251,8 +251,13 @@ impl<T: Template, const N: usize> PerKey<T, N> {
         label: impl FnOnce() -> Option<Box<str>>,
     ) {
         if let Some(key) = label() {
-            if lease.value().relabel(lease.tenancy(), key) {
-                slot.labelled.store(1, Ordering::Relaxed);
+            // Marked before the label is set, under the entry's label lock, and unmarked if the
+            // entry went to another key: an insertion marks the place after it has taken that
+            // lock to end the old key's tenancy, so a mark of this call's can never outlast it
+            // and keep the next key's entry from being labelled.
+            slot.labelled.store(1, Ordering::Relaxed);
+            if !lease.value().relabel(lease.tenancy(), key) {
+                slot.labelled.store(0, Ordering::Relaxed);
             }
         }
     }
@@ -319,8 +324,7 @@ impl<T: Template, const N: usize> PerKey<T, N> {
         self.insertions.store(now, Ordering::Relaxed);
         let place = self.place(hash);
         let slot = &self.slots[place];
-        slot.labelled
-            .store(u32::from(label.is_some()), Ordering::Relaxed);
+        let labelled = u32::from(label.is_some());
         let existing = slot.value.load(Ordering::Acquire);
         let value = if existing.is_null() {
             // Shared with the registry (a `Weak`), which lists the entry, under whichever key
@@ -341,6 +345,9 @@ impl<T: Template, const N: usize> PerKey<T, N> {
             unsafe { &*existing }.recycle(label);
             existing
         };
+        // Marked after the old key's tenancy ended (in `recycle`): a late label of the old
+        // key's, set before that, sees the tenancy moved and clears its own mark (`label_late`).
+        slot.labelled.store(labelled, Ordering::Relaxed);
         slot.used.store(now, Ordering::Relaxed);
         // SAFETY: as in `lookup`.
         let value = unsafe { &*value };

@@ -10,8 +10,8 @@
 //! the counters for the new key comes after them. A breaker or budget of its own (a `static`)
 //! is never reset: its writes skip all of this.
 
-use crate::sync::{AtomicU32, Ordering, const_unless_loom, wait_a_turn};
-use std::sync::{Arc, Mutex, MutexGuard};
+use crate::sync::{AtomicU32, Mutex, Ordering, const_unless_loom, wait_a_turn};
+use std::sync::Arc;
 
 /// The tenancy of a breaker or budget: a counter of the keys it has served, and the writes in
 /// progress under the current one.
@@ -54,7 +54,9 @@ impl Tenancy {
         self.label().clone()
     }
 
-    fn label(&self) -> MutexGuard<'_, Option<Arc<str>>> {
+    // loom's lock under `--cfg loom` (the models then see the order it gives the writes made
+    // around it, as a std lock gives them), std's otherwise.
+    fn label(&self) -> impl std::ops::DerefMut<Target = Option<Arc<str>>> + '_ {
         // Only ever replaced whole: a poisoned lock still holds a whole value.
         self.key
             .lock()

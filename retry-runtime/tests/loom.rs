@@ -517,6 +517,37 @@ fn per_key_lookups_beside_an_insertion_that_rewrites_the_index_find_their_own_en
     });
 }
 
+/// A call labels the entry `PerKey::get` made for a.example (its key's text, known to the
+/// call) while another thread gives the one place to b.example, made without a label: in every
+/// interleaving b.example's entry can still be labelled afterwards (a mark of a.example's late
+/// label must not stay on the place and keep b.example's entry unnamed).
+#[test]
+fn per_key_a_late_label_beside_a_recycling_never_leaves_the_next_key_unnamed() {
+    use retry_runtime::per_key::{key_hash, keyed};
+    model(3, || {
+        let table = Arc::new(PerKey::<CircuitBreaker, 1>::new(CircuitBreaker::new(
+            1, OPEN_FOR,
+        )));
+        let _ = table.get("a.example");
+        let label = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || {
+                let _ = keyed(&*table, key_hash("a.example"), &|| Some("a.example".into()));
+            })
+        };
+        let recycle = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || {
+                let _ = keyed(&*table, key_hash("b.example"), &|| None);
+            })
+        };
+        label.join().unwrap();
+        recycle.join().unwrap();
+        let b = keyed(&*table, key_hash("b.example"), &|| Some("b.example".into()));
+        assert_eq!(b.key().as_deref(), Some("b.example"));
+    });
+}
+
 /// A `PolicyCell` read beside a `set` (the seqlock of `src/seqlock.rs`): the reader gets the
 /// old policy or the new one, whole, in every interleaving; never words of both.
 #[test]
