@@ -1053,3 +1053,41 @@ async fn one_host_written_in_other_cases_or_forms_is_one_per_key_entry() {
         retry_kit::CircuitState::Open
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_request_without_an_authority_is_keyed_by_its_host_header() {
+    // `/orders` with `Host: ...`, as a client sending on a connection of its own writes it:
+    // each server its own entry (all such requests shared one before).
+    static PER_HOST: PerKey<CircuitBreaker> =
+        PerKey::new(CircuitBreaker::new(2, Duration::from_secs(600)));
+    let failing = Server::answering((0..4).map(|_| status(503)).collect());
+    let mut to_failing = HttpRetryLayer::new(policy().attempts(2))
+        .circuit(&PER_HOST)
+        .layer(failing.clone());
+    let request = |host: &str| {
+        Request::get("/orders")
+            .header(http::header::HOST, host)
+            .body(String::new())
+            .unwrap()
+    };
+    let answer = to_failing.call(request("Down.Example:8081")).await.unwrap();
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        PER_HOST.get("down.example:8081").state(),
+        retry_kit::CircuitState::Open
+    );
+    let healthy = Server::answering(Vec::new());
+    let mut to_healthy = HttpRetryLayer::new(policy())
+        .circuit(&PER_HOST)
+        .layer(healthy.clone());
+    let answer = to_healthy.call(request("up.example")).await.unwrap();
+    assert_eq!(
+        answer.status(),
+        StatusCode::OK,
+        "another host's breaker is its own"
+    );
+    assert_eq!(
+        PER_HOST.get("up.example:80").state(),
+        retry_kit::CircuitState::Closed
+    );
+}

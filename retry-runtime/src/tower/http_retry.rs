@@ -332,8 +332,9 @@ impl<H, T> HttpRetryLayer<H, T> {
     /// Consult `breaker` (a `&'static CircuitBreaker`, or a `&'static PerKey<CircuitBreaker>`
     /// keyed by each request's authority written `host:port`, the host in lower case (an IPv6
     /// address in its canonical form) and the scheme's default port filled in:
-    /// `PER_HOST.get("api.example:443")` finds the entry of `https://API.example/..`) before
-    /// every attempt; a refused first attempt is an error.
+    /// `PER_HOST.get("api.example:443")` finds the entry of `https://API.example/..`; a URI
+    /// without an authority is keyed by its `Host` header) before every attempt; a refused
+    /// first attempt is an error.
     pub fn circuit(mut self, breaker: impl ForEachRequest<CircuitBreaker>) -> Self {
         self.settings.circuit = Some(breaker.chosen());
         self
@@ -379,18 +380,31 @@ pub struct HttpRetryService<Svc, H = NoHook, T = NoTimeout> {
     layer: HttpRetryLayer<H, T>,
 }
 
-/// A request's authority (host and port, the scheme's default when the URI names none) as a
-/// `PerKey` key: the same key reqwest's middleware gives a URL naming the same host.
-fn authority_of(uri: &::http::Uri) -> Authority {
+/// A request's authority (host and port, the scheme's default when the URI names none; the
+/// `Host` header's when the URI has no authority) as a `PerKey` key: the same key reqwest's
+/// middleware gives a URL naming the same host.
+fn authority_of(parts: &::http::request::Parts) -> Authority {
+    let uri = &parts.uri;
     let default_port = match uri.scheme_str() {
         Some("https") => 443,
         Some("http") => 80,
         _ => 0,
     };
-    Authority::new(
-        uri.host().unwrap_or_default(),
-        uri.port_u16().unwrap_or(default_port),
-    )
+    if let Some(host) = uri.host() {
+        return Authority::new(host, uri.port_u16().unwrap_or(default_port));
+    }
+    // A URI with no authority (`/orders`, as a client sending on a connection of its own
+    // writes it): the `Host` header names the server, as HTTP/1.1 requires; port 80 unless it
+    // says otherwise.
+    let host = parts
+        .headers
+        .get(::http::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<::http::uri::Authority>().ok());
+    match host {
+        Some(host) => Authority::new(host.host(), host.port_u16().unwrap_or(80)),
+        None => Authority::new("", default_port),
+    }
 }
 
 /// Whether a request may be repeated when its outcome is unknown: an idempotent method

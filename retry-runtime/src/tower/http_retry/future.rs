@@ -167,7 +167,7 @@ where
         let settings = &layer.settings;
         let (mut parts, body) = request.into_parts();
         let policy = settings.policy_for(&parts.method, &mut parts.headers);
-        let (circuit, budget) = settings.held_for(|| authority_of(&parts.uri));
+        let (circuit, budget) = settings.held_for(|| authority_of(&parts));
         HttpRetryFuture {
             state: State::Start {
                 policy,
