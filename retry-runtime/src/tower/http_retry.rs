@@ -413,6 +413,32 @@ pub fn is_idempotent<B>(request: &Request<B>) -> bool {
     crate::http::may_repeat(request.method(), request.headers())
 }
 
+// `call` is an inherent method too, as `RetryService`'s is: a method call
+// (`client.call(req)`) finds it without `tower_service::Service` in scope, and rustc reports
+// an inner service that does not take `Request<ReplayBody<B>>` (a client typed for the plain
+// body) as that unmet bound at the call, not as "the method `call` exists for struct
+// `HttpRetryService<..>`, but its trait bounds were not satisfied".
+impl<Svc, H, T> HttpRetryService<Svc, H, T> {
+    /// [`Service::call`], also callable without the trait in scope: send `req` (the service
+    /// must be ready, as for `Service::call`) and retry it by the layer's policy. The inner
+    /// service receives each attempt's request with its body in a [`ReplayBody`].
+    pub fn call<B, RB>(&mut self, req: Request<B>) -> HttpRetryFuture<Svc, B, H, T>
+    where
+        Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone,
+        Svc::Error: Into<BoxError>,
+        B: Body,
+        H: Clone,
+        observe::Observed<H>: Hook<HttpFailure<RB>>,
+        T: TimeoutSlot<HttpFailure<RB>> + Clone,
+    {
+        // The service driven to readiness serves the first attempt; a clone takes its place
+        // for the next call.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        HttpRetryFuture::new(inner, req, &self.layer)
+    }
+}
+
 impl<Svc, B, RB, H, T> Service<Request<B>> for HttpRetryService<Svc, H, T>
 where
     Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone,
@@ -431,11 +457,7 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        // The service driven to readiness serves the first attempt; a clone takes its place
-        // for the next call.
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        HttpRetryFuture::new(inner, req, &self.layer)
+        HttpRetryService::call(self, req)
     }
 }
 
