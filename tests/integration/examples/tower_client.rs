@@ -26,7 +26,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
-use tower_service::Service;
 
 /// The order service: busy for its first two requests.
 async fn start_server() -> SocketAddr {

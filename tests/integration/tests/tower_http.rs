@@ -21,7 +21,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_layer::Layer;
-use tower_service::Service;
 
 type HyperClient = Client<HttpConnector, ReplayBody<Full<Bytes>>>;
 
