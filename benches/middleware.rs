@@ -24,6 +24,8 @@
 //! prints the table of benches/README.md, each client as a ratio to the bare one.
 
 use criterion::{Criterion, criterion_group};
+
+mod callgrind_args;
 use reqwest::{StatusCode, Url};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use reqwest_retry::policies::ExponentialBackoff;
@@ -246,17 +248,11 @@ fn middleware(c: &mut Criterion) {
 /// nothing, for counting instructions under callgrind (`benches/instructions.sh middleware`).
 /// Loopback traffic makes the count vary by a few tens of instructions per request (the
 /// runtime's polls of the socket), against the tens of thousands a request costs.
-fn only(args: &[String]) -> bool {
-    let Some(i) = args.iter().position(|a| a == "--only") else {
+fn callgrind_mode(args: &[String]) -> bool {
+    let Some(case) = callgrind_args::only(args) else {
         return false;
     };
-    let case = args.get(i + 1).expect("--only answered/CONTENDER");
-    let iters: u64 = args
-        .iter()
-        .position(|a| a == "--iters")
-        .and_then(|j| args.get(j + 1))
-        .map(|n| n.parse().expect("--iters N"))
-        .unwrap_or(1);
+    let iters = callgrind_args::iters(args);
     let contender = Contender::ALL
         .into_iter()
         .find(|c| case.strip_prefix("answered/") == Some(c.name()))
@@ -286,7 +282,7 @@ criterion_group! {
 // `criterion_main!`, with the callgrind mode first.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if only(&args) {
+    if callgrind_mode(&args) {
         return;
     }
     benches();

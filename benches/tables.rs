@@ -26,6 +26,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 mod breaker_peers;
+mod callgrind_args;
 mod counting;
 mod layer_cases;
 #[cfg(feature = "metrics")]
@@ -147,10 +148,7 @@ fn main() {
         #[cfg(not(feature = "metrics"))]
         panic!("--recorder needs `--features metrics`");
     }
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .map(|i| args.get(i + 1).expect("--only GROUP/CONTENDER"));
+    let only = callgrind_args::only(&args);
     // A case that sleeps needs the paused clock (a zero sleep on the real clock waits for
     // tokio's 1 ms tick); the others read the clock as production does (see
     // `real_clock_runtime`).
@@ -161,12 +159,7 @@ fn main() {
     let _in_runtime = rt.enter();
 
     if let Some(only) = only {
-        let iters: u64 = args
-            .iter()
-            .position(|a| a == "--iters")
-            .and_then(|j| args.get(j + 1))
-            .map(|n| n.parse().expect("--iters N"))
-            .unwrap_or(1);
+        let iters = callgrind_args::iters(&args);
         let mut found = protection_case(only, iters) || layer_cases::run(only, iters, &rt);
         macro_rules! only {
             ($group:expr, $name:literal, sync($f:expr)) => {
