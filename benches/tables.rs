@@ -334,6 +334,20 @@ async fn macro_inner_1k() -> Result<u64, BenchError> {
     Plain::<1024>::new().await
 }
 
+/// The same, hedged after 50 ms (issue 26, item 2): the call keeps its first attempt and the
+/// hedge timer in place, so that a hedge that never fires allocates nothing.
+#[retryable(
+    attempts = 3,
+    backoff = "fixed",
+    base = "0ms",
+    jitter = "none",
+    idempotent,
+    hedge = "50ms"
+)]
+async fn macro_inner_16_hedged() -> Result<u64, BenchError> {
+    Plain::<16>::new().await
+}
+
 #[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]
 async fn macro_inner_16_breaker() -> Result<u64, BenchError> {
     Plain::<16>::new().await
@@ -401,6 +415,7 @@ fn sizes() {
         ("macro", size_of_val(&macro_inner_16_breaker())),
         ("fn", size_of_val(&fn_async_breaker(Plain::<16>::new))),
     ];
+    let hedged = size_of_val(&macro_inner_16_hedged());
     println!();
     println!("| future with a breaker | size, 16 B inner | overhead − hand's |");
     println!("| --- | ---: | ---: |");
@@ -410,6 +425,14 @@ fn sizes() {
             size as i64 - breaker[0].1 as i64
         );
     }
+    // Hedged: the first attempt, the hedge timer and the attempts' records are kept in place.
+    println!();
+    println!("| future, hedged | size, 16 B inner | over the unhedged macro's |");
+    println!("| --- | ---: | ---: |");
+    println!(
+        "| macro | {hedged} | {:+} |",
+        hedged as i64 - small[2].1 as i64
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -657,3 +657,48 @@ async fn a_key_drawn_by_an_attempt_that_ran_alone_is_the_next_attempts() {
     assert_eq!(keys.len(), 2);
     assert_eq!(keys[0], keys[1]);
 }
+
+/// The keys the calls of `step` saw, by the number of the `two_steps` attempt they ran in.
+static STEP_KEYS: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
+
+#[retryable(attempts = 1)]
+async fn step(outer: u32) -> Result<(), ReadError> {
+    let key = current_attempt().unwrap().idempotency_key().to_string();
+    STEP_KEYS.lock().unwrap().push((outer, key));
+    Ok(())
+}
+
+/// Two calls of `step` per attempt; attempt 1 makes its second after 100 ms, once the hedge
+/// started at 50 ms runs beside it (attempt 2 makes its first and then hangs).
+#[retryable(attempts = 2, idempotent, hedge = "50ms")]
+async fn two_steps() -> Result<u32, ReadError> {
+    let n = current_attempt().unwrap().number();
+    step(n).await?;
+    if n == 1 {
+        sleep(Duration::from_millis(100)).await;
+    } else {
+        std::future::pending::<()>().await;
+    }
+    step(n).await?;
+    Ok(n)
+}
+
+/// The first attempt runs on the call's own context until the hedge starts, then on one of its
+/// own: the count of the calls made inside it moves with it, so its second `step` gets the
+/// second ordinal's key, not the first's again (two different operations sharing a key, which a
+/// receiver would deduplicate into one), and the hedge's first `step` sends the first's key.
+#[tokio::test(start_paused = true)]
+async fn calls_inside_a_first_attempt_keep_their_ordinals_when_a_hedge_starts_beside_it() {
+    STEP_KEYS.lock().unwrap().clear();
+    assert_eq!(two_steps().await, Ok(1));
+    let keys = STEP_KEYS.lock().unwrap().clone();
+    assert_eq!(keys.iter().map(|k| k.0).collect::<Vec<_>>(), [1, 2, 1]);
+    assert_eq!(
+        keys[0].1, keys[1].1,
+        "the hedge's first step resends the first's key"
+    );
+    assert_ne!(
+        keys[2].1, keys[0].1,
+        "the second step of attempt 1 has a key of its own"
+    );
+}

@@ -200,6 +200,17 @@ impl CallCtx {
         }
     }
 
+    /// The context of a hedged call's attempt that ran alone on this, the call's own context,
+    /// until another started beside it (see [`Hedging`](crate::run::Hedging)): its number, the
+    /// key as far as it is known, the deadline, and the counts of the calls made inside it so
+    /// far (moved, not copied: its later nested calls go on from its earlier ones' ordinals, and
+    /// this context's next attempt starts afresh, as any attempt does).
+    pub(crate) fn detach_attempt(&self) -> CallCtx {
+        let detached = self.for_hedge();
+        detached.nested.set(self.nested.replace(0));
+        detached
+    }
+
     /// Take `attempt`'s key if this call has none yet: an attempt that drew it (its body asked)
     /// passes it on when it ends, so that later attempts send the same one.
     #[inline]

@@ -19,24 +19,33 @@ use std::time::Duration;
 /// The attempts in flight of one hedged call, and the timer that starts the next one.
 ///
 /// An attempt that starts while none is running (the first, or one after every earlier attempt
-/// finished) is kept in place, in the call's own future: a hedged call whose attempt answers
-/// before the hedge delay allocates nothing. Only attempts that start beside a running one are
-/// boxed, since they finish and are dropped out of order. The one in place is always the
-/// oldest running, so attempts are still polled in the order they started.
+/// finished) is kept in place, in the call's own future, and runs as a sequential attempt does,
+/// on the call's own context and breaker permit: a hedged call whose attempt answers before the
+/// hedge delay allocates nothing and keeps no record beside the call's. When the hedge timer
+/// fires, that attempt is given a record of its own (its context and permit, boxed), as every
+/// attempt started beside a running one is; those are boxed whole, since they finish and are
+/// dropped out of order. The one in place is always the oldest running, so attempts are still
+/// polled in the order they started.
+///
+/// It also keeps the timer (`T`, a future from the loop's sleep function) that starts the next
+/// attempt, made only once the running attempts are pending: an attempt that answers on its
+/// first poll never makes one.
 ///
 /// Used pinned (`core::pin::pin!`), as [`retry_hedged!`](crate::retry_hedged) does: the attempt
-/// in place is polled where it is.
-pub struct Hedging<F, D> {
-    after: Duration,
-    /// The attempt in place: its number, context and hold ...
-    first: Option<Running<D>>,
-    /// ... and its future, pinned with the `Hedging` (structurally), dropped in place.
+/// in place and the timer are polled where they are.
+pub struct Hedging<F, D, T> {
+    /// The attempt in place's future, pinned with the `Hedging` (structurally), dropped in
+    /// place.
     first_attempt: Option<F>,
-    /// The attempts started beside a running one, in the order they started.
-    others: Vec<Boxed<F, D>>,
+    /// What attempts side by side need, made when a hedge timer first fires: one pointer in
+    /// a call that never hedges.
+    beside: Option<Box<Beside<F, D>>>,
     /// What the timer is for: a hedge (ask the budget and breaker when it fires), or an
-    /// attempt already admitted, waiting out a retry-after (with its breaker permit).
-    timer: Timer<D>,
+    /// attempt already admitted, waiting out a retry-after (with its breaker permit) ...
+    purpose: Timer<D>,
+    /// ... and the timer, pinned structurally like the attempt in place; `None` until made (a
+    /// hedge's, once the attempts are pending; a retry-after's, at once).
+    timer: Option<T>,
 }
 
 enum Timer<D> {
@@ -52,30 +61,70 @@ struct Running<D> {
     hold: D,
 }
 
+/// The records of attempts that run side by side.
+struct Beside<F, D> {
+    /// The attempt in place's own number, context and hold, once one started beside it; `None`
+    /// while it runs alone, on the call's.
+    first: Option<Running<D>>,
+    /// The attempts started beside a running one, in the order they started.
+    others: Vec<Boxed<F, D>>,
+}
+
 struct Boxed<F, D> {
     running: Running<D>,
     attempt: Pin<Box<F>>,
 }
 
-/// A pinned [`Hedging`]'s fields: the attempt in place pinned, the rest not.
-struct Fields<'a, F, D> {
-    after: Duration,
-    first: &'a mut Option<Running<D>>,
+/// A pinned [`Hedging`]'s fields: the attempt in place and the timer pinned, the rest not.
+struct Fields<'a, F, D, T> {
     first_attempt: Pin<&'a mut Option<F>>,
-    others: &'a mut Vec<Boxed<F, D>>,
-    timer: &'a mut Timer<D>,
+    beside: &'a mut Option<Box<Beside<F, D>>>,
+    purpose: &'a mut Timer<D>,
+    timer: Pin<&'a mut Option<T>>,
 }
 
-impl<F, D> Fields<'_, F, D> {
+impl<F: Future, D, T> Fields<'_, F, D, T> {
     fn running(&self) -> u32 {
-        running(self.first, self.others)
+        running(self.first_attempt.is_some(), self.beside)
+    }
+
+    /// The attempt in place runs alone, on the call's own context and hold.
+    fn alone(&self) -> bool {
+        self.first_attempt.is_some() && self.beside.as_ref().is_none_or(|b| b.first.is_none())
+    }
+
+    /// The records of attempts side by side, made the first time they are needed.
+    fn beside(&mut self) -> &mut Beside<F, D> {
+        self.beside.get_or_insert_with(|| {
+            Box::new(Beside {
+                first: None,
+                others: Vec::new(),
+            })
+        })
+    }
+
+    /// Before an attempt may start beside the one in place: give that one its own record (its
+    /// number, its context moved off the call's, its permit), so that the call's context and
+    /// hold are free for the next attempt.
+    fn detach_first<'p, S, P: CallPolicy>(&mut self, call: &mut Call<'p, S, P>)
+    where
+        S: Protection<'p, Hold = D>,
+    {
+        if self.alone() {
+            self.beside().first = Some(Running {
+                number: call.attempt(),
+                ctx: call.context().detach_attempt(),
+                hold: call.protection.take_hold(),
+            });
+        }
     }
 }
 
 /// How many attempts are running: the one in place and the boxed ones.
-fn running<F, D>(first: &Option<Running<D>>, others: &[Boxed<F, D>]) -> u32 {
-    let others = u32::try_from(others.len()).unwrap_or(u32::MAX);
-    others.saturating_add(u32::from(first.is_some()))
+fn running<F, D>(in_place: bool, beside: &Option<Box<Beside<F, D>>>) -> u32 {
+    let others = beside.as_ref().map_or(0, |b| b.others.len());
+    let others = u32::try_from(others).unwrap_or(u32::MAX);
+    others.saturating_add(u32::from(in_place))
 }
 
 /// What [`Hedging::next`] waits for: an attempt that finished, or the timer.
@@ -94,107 +143,123 @@ pub enum Event<O, D> {
     Timer,
 }
 
-impl<F: Future, D> Hedging<F, D> {
-    /// No attempt yet; a slow attempt is hedged after `after`.
-    pub fn new(after: Duration) -> Self {
+impl<F: Future, D, T: Future<Output = ()>> Default for Hedging<F, D, T> {
+    fn default() -> Self {
+        Hedging::new()
+    }
+}
+
+impl<F: Future, D, T: Future<Output = ()>> Hedging<F, D, T> {
+    /// No attempt yet.
+    pub fn new() -> Self {
         Hedging {
-            after,
-            first: None,
             first_attempt: None,
-            others: Vec::new(),
-            timer: Timer::Off,
+            beside: None,
+            purpose: Timer::Off,
+            timer: None,
         }
     }
 
     /// How many attempts are running.
     pub fn running(&self) -> u32 {
-        running(&self.first, &self.others)
+        running(self.first_attempt.is_some(), &self.beside)
     }
 
     /// The fields, with the attempt in place pinned.
-    fn project(self: Pin<&mut Self>) -> Fields<'_, F, D> {
-        // SAFETY: `first_attempt` is pinned structurally: it is only ever set or cleared
-        // through the `Pin` made here (`Pin::set`, which drops the old value in place), never
-        // moved out, and `Hedging` has no `Drop` impl. The other fields are not pinned, and each
-        // reference covers one field only.
+    #[inline]
+    fn project(self: Pin<&mut Self>) -> Fields<'_, F, D, T> {
+        // SAFETY: `first_attempt` and `timer` are pinned structurally: each is only ever set
+        // or cleared through the `Pin` made here (`Pin::set`, which drops the old value in
+        // place), never moved out, and `Hedging` has no `Drop` impl. The other fields are not
+        // pinned, and each reference covers one field only.
         unsafe {
             let this = self.get_unchecked_mut();
             Fields {
-                after: this.after,
-                first: &mut this.first,
                 first_attempt: Pin::new_unchecked(&mut this.first_attempt),
-                others: &mut this.others,
-                timer: &mut this.timer,
+                beside: &mut this.beside,
+                purpose: &mut this.purpose,
+                timer: Pin::new_unchecked(&mut this.timer),
             }
         }
     }
 
-    /// Start `attempt` on `call` (already admitted), and say how long until the next hedge,
-    /// if another attempt may still start.
-    pub fn start<'p, S, P: CallPolicy>(
-        self: Pin<&mut Self>,
-        call: &mut Call<'p, S, P>,
-        attempt: F,
-    ) -> Option<Duration>
+    /// Start `attempt` on `call` (already admitted); if another attempt may still start, a
+    /// hedge follows after the delay, timed from when the attempts are next pending.
+    #[inline]
+    pub fn start<'p, S, P: CallPolicy>(self: Pin<&mut Self>, call: &mut Call<'p, S, P>, attempt: F)
     where
         S: Protection<'p, Hold = D>,
     {
         let mut this = self.project();
-        if this.first.is_some() || !this.others.is_empty() {
-            let running = (this.first.iter()).chain(this.others.iter().map(|b| &b.running));
-            call.context().share_key(running.map(|r| &r.ctx));
-        }
-        let (number, ctx, hold) = call.begin_hedge();
-        let running = Running { number, ctx, hold };
-        if this.first.is_none() && this.others.is_empty() {
-            *this.first = Some(running);
+        if this.first_attempt.is_none() && this.running() == 0 {
+            // Alone: in place, on the call's own context and hold, as a sequential attempt.
+            call.begin_attempt();
             this.first_attempt.set(Some(attempt));
         } else {
-            this.others.push(Boxed {
-                running,
+            // Beside running ones: the one in place was given its own record when the timer
+            // that admitted this one fired (before the admission took the call's hold).
+            debug_assert!(!this.alone(), "an attempt starts beside one running alone");
+            let beside = this.beside();
+            let running = (beside.first.iter()).chain(beside.others.iter().map(|b| &b.running));
+            call.context().share_key(running.map(|r| &r.ctx));
+            let (number, ctx, hold) = call.begin_hedge();
+            beside.others.push(Boxed {
+                running: Running { number, ctx, hold },
                 attempt: Box::pin(attempt),
             });
         }
-        if call.may_start_more() {
-            *this.timer = Timer::Hedge;
-            Some(this.after)
+        *this.purpose = if call.may_start_more() {
+            Timer::Hedge
         } else {
-            *this.timer = Timer::Off;
-            None
-        }
+            Timer::Off
+        };
+        this.timer.set(None);
     }
 
-    /// The next attempt is admitted but waits out a retry-after: keep its admission (the
-    /// breaker permit) until the timer the caller arms fires.
-    pub fn admitted_after<'p, S, P: CallPolicy>(self: Pin<&mut Self>, call: &mut Call<'p, S, P>)
-    where
+    /// The next attempt is admitted but waits out a retry-after, `timer`: keep its admission
+    /// (the breaker permit) until the timer fires.
+    pub fn admitted_after<'p, S, P: CallPolicy>(
+        self: Pin<&mut Self>,
+        call: &mut Call<'p, S, P>,
+        timer: T,
+    ) where
         S: Protection<'p, Hold = D>,
     {
-        *self.project().timer = Timer::Admitted(call.protection.take_hold());
+        let mut this = self.project();
+        *this.purpose = Timer::Admitted(call.protection.take_hold());
+        this.timer.set(Some(timer));
     }
 
-    /// The call starts no further attempt (a stop that leaves attempts running): forget the
-    /// timer's purpose, releasing an admitted attempt's permit as neither success nor failure.
+    /// The call starts no further attempt (a stop that leaves attempts running): drop the
+    /// timer, releasing an admitted attempt's permit as neither success nor failure.
     pub fn start_no_more(self: Pin<&mut Self>) {
-        *self.project().timer = Timer::Off;
+        let mut this = self.project();
+        *this.purpose = Timer::Off;
+        this.timer.set(None);
     }
 
     /// The timer fired: whether to start the next attempt now. A hedge is admitted now (by
     /// the deadline, the budget and the breaker) and reported to `hook`; an attempt that
-    /// waited out a retry-after was admitted before.
-    pub fn timer_fired<'p, S, P: CallPolicy, E, H>(
+    /// waited out a retry-after was admitted before. `then` is the loop's map of a settled
+    /// outcome to the one the engine judges (identity, or `retry_if`'s flag): it names the
+    /// error type of the records `hook` receives.
+    pub fn timer_fired<'p, S, P: CallPolicy, H, X, O>(
         self: Pin<&mut Self>,
         call: &mut Call<'p, S, P>,
         hook: &mut H,
+        then: &impl Fn(X) -> O,
     ) -> bool
     where
         S: Protection<'p, Hold = D>,
-        H: super::Hook<E>,
+        O: Outcome,
+        H: super::Hook<O::Error>,
     {
-        let this = self.project();
-        match std::mem::replace(this.timer, Timer::Off) {
+        let _ = then;
+        let mut this = self.project();
+        match std::mem::replace(this.purpose, Timer::Off) {
             Timer::Off => false,
             Timer::Hedge => {
+                this.detach_first(call);
                 let admitted = call.admit_hedge();
                 if admitted {
                     hook.on_hedge(call.attempt().saturating_add(1), this.running());
@@ -208,64 +273,113 @@ impl<F: Future, D> Hedging<F, D> {
         }
     }
 
-    /// Wait for the first attempt to finish or for `timer` (`None`: no timer). A hedge delay
-    /// in `due` is armed (a timer from `sleep`) only once the running attempts are pending: an
-    /// attempt that answers on its first poll never makes a timer.
-    pub fn next<'a, 'p, S, P: CallPolicy, T, Sl>(
-        mut self: Pin<&'a mut Self>,
+    /// Wait for the first attempt to finish or for the timer. A hedge's timer, of the delay
+    /// `after` gives, is made (by `sleep`) only once the running attempts are pending: an
+    /// attempt that answers on its first poll never makes one.
+    ///
+    /// The delay is a function rather than a field so that a constant one (the attribute's)
+    /// takes no room in the call's future.
+    #[inline]
+    pub fn next<'a, 'p, S, P: CallPolicy, Sl, A>(
+        self: Pin<&'a mut Self>,
         call: &'a mut Call<'p, S, P>,
-        mut timer: Pin<&'a mut Option<T>>,
-        due: &'a mut Option<Duration>,
-        sleep: &'a Sl,
+        sleep: Sl,
+        after: A,
     ) -> impl Future<Output = Event<F::Output, D>> + 'a
     where
         S: Protection<'p, Hold = D>,
-        T: Future<Output = ()>,
-        Sl: Fn(Duration) -> T,
+        Sl: Fn(Duration) -> T + Unpin + 'a,
+        A: Fn() -> Duration + Unpin + 'a,
     {
-        std::future::poll_fn(move |cx| {
-            if let Some(done) = self.as_mut().poll_attempts(call, cx) {
-                return Poll::Ready(done);
-            }
-            if let Some(after) = due.take() {
-                timer.set(Some(sleep(after)));
-            }
-            match timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
-                Some(Poll::Ready(())) => {
-                    timer.set(None);
-                    Poll::Ready(Event::Timer)
-                }
-                _ => Poll::Pending,
-            }
-        })
+        NextEvent {
+            hedging: self,
+            call,
+            sleep,
+            after,
+        }
     }
+}
 
+/// What [`Hedging::next`] returns. A named future rather than a `poll_fn` closure so that its
+/// poll is always inlined into the loop's: a hedged call whose attempt answers at once then pays
+/// no call into it.
+struct NextEvent<'a, 'p, F, D, T, S, P, Sl, A> {
+    hedging: Pin<&'a mut Hedging<F, D, T>>,
+    call: &'a mut Call<'p, S, P>,
+    sleep: Sl,
+    after: A,
+}
+
+impl<'p, F, D, T, S, P, Sl, A> Future for NextEvent<'_, 'p, F, D, T, S, P, Sl, A>
+where
+    F: Future,
+    T: Future<Output = ()>,
+    S: Protection<'p, Hold = D>,
+    P: CallPolicy,
+    Sl: Fn(Duration) -> T + Unpin,
+    A: Fn() -> Duration + Unpin,
+{
+    type Output = Event<F::Output, D>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let next = self.get_mut();
+        let mut this = next.hedging.as_mut().project();
+        if let Some(done) = this.poll_attempts(next.call, cx) {
+            return Poll::Ready(done);
+        }
+        if this.timer.is_none() && matches!(this.purpose, Timer::Hedge) {
+            this.timer.set(Some((next.sleep)((next.after)())));
+        }
+        match this.timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
+            Some(Poll::Ready(())) => {
+                this.timer.set(None);
+                Poll::Ready(Event::Timer)
+            }
+            _ => Poll::Pending,
+        }
+    }
+}
+
+impl<F: Future, D, T> Fields<'_, F, D, T> {
     /// Poll every running attempt, in the order they started (the one in place is the
     /// oldest), each with its own context installed and a panic recorded against its own hold.
+    #[inline]
     fn poll_attempts<'p, S, P: CallPolicy>(
-        self: Pin<&mut Self>,
+        &mut self,
         call: &mut Call<'p, S, P>,
         cx: &mut Context<'_>,
     ) -> Option<Event<F::Output, D>>
     where
         S: Protection<'p, Hold = D>,
     {
-        let mut this = self.project();
-        if let (Some(running), Some(attempt)) = (
-            this.first.as_mut(),
-            this.first_attempt.as_mut().as_pin_mut(),
-        ) {
-            if let Poll::Ready(out) = poll_one(running, attempt, call, cx) {
+        let this = self;
+        if let Some(attempt) = this.first_attempt.as_mut().as_pin_mut() {
+            let polled = match this.beside.as_mut().and_then(|b| b.first.as_mut()) {
+                None => call.in_attempt(|| attempt.poll(cx)),
+                Some(running) => poll_one(running, attempt, call, cx),
+            };
+            if let Poll::Ready(out) = polled {
                 this.first_attempt.set(None);
-                let Running { number, hold, ctx } = this.first.take()?;
-                call.context().adopt_key(&ctx);
+                let (number, hold) = match this.beside.as_mut().and_then(|b| b.first.take()) {
+                    None => (call.attempt(), call.protection.take_hold()),
+                    Some(running) => {
+                        let Running { number, hold, ctx } = running;
+                        call.context().adopt_key(&ctx);
+                        (number, hold)
+                    }
+                };
                 return Some(Event::Finished { number, out, hold });
             }
         }
-        for i in 0..this.others.len() {
-            let Boxed { running, attempt } = &mut this.others[i];
+        let others = match this.beside.as_mut() {
+            Some(beside) => &mut beside.others,
+            None => return None,
+        };
+        for i in 0..others.len() {
+            let Boxed { running, attempt } = &mut others[i];
             if let Poll::Ready(out) = poll_one(running, attempt.as_mut(), call, cx) {
-                let Running { number, hold, ctx } = this.others.remove(i).running;
+                let Running { number, hold, ctx } = others.remove(i).running;
                 call.context().adopt_key(&ctx);
                 return Some(Event::Finished { number, out, hold });
             }
@@ -275,6 +389,7 @@ impl<F: Future, D> Hedging<F, D> {
 }
 
 /// Poll one attempt with its own context installed and a panic recorded against its own hold.
+#[inline]
 fn poll_one<'p, F: Future, S, P: CallPolicy>(
     running: &mut Running<S::Hold>,
     attempt: Pin<&mut F>,
@@ -295,19 +410,26 @@ where
     polled
 }
 
-impl<F, D> std::fmt::Debug for Hedging<F, D> {
+impl<F, D, T> std::fmt::Debug for Hedging<F, D, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let running: Vec<u32> = (self.first.iter().map(|r| r.number))
-            .chain(self.others.iter().map(|b| b.running.number))
+        let first = self.beside.as_ref().and_then(|b| b.first.as_ref());
+        let in_place = match (&self.first_attempt, first) {
+            (None, _) => None,
+            (Some(_), None) => Some("alone, on the call's context"),
+            (Some(_), Some(_)) => Some("with its own context"),
+        };
+        let others: Vec<u32> = (self.beside.iter())
+            .flat_map(|b| b.others.iter().map(|b| b.running.number))
             .collect();
-        let timer = match self.timer {
-            Timer::Off => "off",
-            Timer::Hedge => "hedge",
-            Timer::Admitted(_) => "admitted",
+        let timer = match (&self.purpose, &self.timer) {
+            (Timer::Off, _) => "off",
+            (Timer::Hedge, None) => "hedge, not made yet",
+            (Timer::Hedge, Some(_)) => "hedge",
+            (Timer::Admitted(_), _) => "admitted",
         };
         f.debug_struct("Hedging")
-            .field("after", &self.after)
-            .field("running", &running)
+            .field("in_place", &in_place)
+            .field("others", &others)
             .field("timer", &timer)
             .finish()
     }
@@ -485,10 +607,8 @@ macro_rules! retry_hedged {
     ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr,
      outcome: $outcome:ty, timeout: $timeout:expr, then: $then:expr, sleep: $sleep:expr,
      hedge: $delay:expr) => {{
-        let mut hedging = ::core::pin::pin!($crate::run::Hedging::new($delay));
-        let mut timer = ::core::pin::pin!(::core::option::Option::None);
-        // A hedge delay not armed yet: `next` arms it once the attempts are pending.
-        let mut due = ::core::option::Option::None;
+        let mut hedging = ::core::pin::pin!($crate::run::Hedging::new());
+        let then = $then;
         let mut start = true;
         loop {
             if ::core::mem::take(&mut start) {
@@ -498,19 +618,14 @@ macro_rules! retry_hedged {
                     &$sleep,
                     || $call.time_left(),
                 );
-                due = hedging.as_mut().start(&mut $call, attempt);
-                timer.set(::core::option::Option::None);
+                hedging.as_mut().start(&mut $call, attempt);
             }
-            match hedging
-                .as_mut()
-                .next(&mut $call, timer.as_mut(), &mut due, &$sleep)
-                .await
-            {
+            match hedging.as_mut().next(&mut $call, $sleep, || $delay).await {
                 $crate::run::Event::Finished { number, out, hold } => {
                     let mut timed_out = false;
                     let out =
                         $crate::run::TimeoutSlot::settle::<$outcome>($timeout, out, &mut timed_out);
-                    let out = ($then)(out);
+                    let out = then(out);
                     let ended = $crate::run::Ended {
                         number,
                         hold,
@@ -523,21 +638,17 @@ macro_rules! retry_hedged {
                             if delay.is_zero() || $crate::clock::virtual_sleep(delay) {
                                 start = true;
                             } else {
-                                hedging.as_mut().admitted_after(&mut $call);
-                                due = ::core::option::Option::None;
-                                timer.set(::core::option::Option::Some(($sleep)(delay)));
+                                hedging.as_mut().admitted_after(&mut $call, ($sleep)(delay));
                             }
                         }
                         $crate::run::Then::Wait => {
                             // No new attempt, hedge or retry: disarm the timer.
                             hedging.as_mut().start_no_more();
-                            due = ::core::option::Option::None;
-                            timer.set(::core::option::Option::None);
                         }
                     }
                 }
                 $crate::run::Event::Timer => {
-                    start = hedging.as_mut().timer_fired(&mut $call, $hook);
+                    start = hedging.as_mut().timer_fired(&mut $call, $hook, &then);
                 }
             }
         }
