@@ -105,7 +105,7 @@ pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
 /// names.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::observe::{DisplayProbe, ViaDisplay, ViaNothing, no_display};
+    pub use crate::observe::{DisplayProbe, ViaDisplay, ViaNothing};
     pub use crate::per_key::{KeyText, KeyViaDebug, KeyViaDisplay, KeyViaNothing};
     pub use crate::run::call_policy::{PolicyProbe, PolicyViaAsPolicy, PolicyViaNothing};
 }

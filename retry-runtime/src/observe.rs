@@ -29,12 +29,13 @@
 
 #[cfg(any(feature = "tracing", feature = "metrics"))]
 use crate::run::Failure;
+#[cfg(any(feature = "tracing", feature = "metrics"))]
 use crate::run::FmtFn;
 #[cfg(any(feature = "tracing", feature = "metrics"))]
 use crate::run::Hook;
 #[cfg(feature = "tracing")]
 use crate::run::Next;
-use crate::run::Outcome;
+use crate::run::{Displayed, Outcome};
 use std::fmt;
 use std::marker::PhantomData;
 #[cfg(feature = "tracing")]
@@ -42,9 +43,10 @@ use std::time::Duration;
 
 /// Finds out, for the outcome type `R` (a `Result<T, E>`), whether `E` has a `Display`, by
 /// autoref specialisation: with both [`ViaDisplay`] and [`ViaNothing`] in scope,
-/// `(&DisplayProbe::<R>::new()).display_fn()` is `Some(<E as Display>::fmt)` when `E: Display`
-/// holds where the expression is written, and `None` otherwise (also when `R` is not a
-/// `Result`, which is then reported elsewhere, once).
+/// `(&DisplayProbe::<R>::new()).described(hook)` is `Displayed(hook)`, which shows errors with
+/// `<E as Display>::fmt`, when `E: Display` holds where the expression is written, and `hook`
+/// itself otherwise (also when `R` is not a `Result`, which is then reported elsewhere, once).
+/// Decided by type, so that the hook in every retryable future carries no formatter.
 #[doc(hidden)]
 pub struct DisplayProbe<R: ?Sized>(PhantomData<fn(&R)>);
 
@@ -64,8 +66,8 @@ impl<R: ?Sized> Default for DisplayProbe<R> {
 /// The specialised case of [`DisplayProbe`]: the error has a `Display`.
 #[doc(hidden)]
 pub trait ViaDisplay<E: ?Sized> {
-    /// `Some` formatter.
-    fn display_fn(&self) -> Option<FmtFn<E>>;
+    /// `hook`, showing errors with their `Display`.
+    fn described<H>(&self, hook: H) -> Displayed<H>;
 }
 
 impl<R: Outcome> ViaDisplay<R::Error> for DisplayProbe<R>
@@ -73,31 +75,23 @@ where
     R::Error: fmt::Display,
 {
     #[inline]
-    fn display_fn(&self) -> Option<FmtFn<R::Error>> {
-        Some(<R::Error as fmt::Display>::fmt)
+    fn described<H>(&self, hook: H) -> Displayed<H> {
+        Displayed(hook)
     }
 }
 
 /// The fallback case of [`DisplayProbe`]: no `Display`.
 #[doc(hidden)]
 pub trait ViaNothing {
-    /// `None`.
-    fn display_fn<E: ?Sized>(&self) -> Option<FmtFn<E>>;
+    /// `hook` as it is.
+    fn described<H>(&self, hook: H) -> H;
 }
 
 impl<R: ?Sized> ViaNothing for &DisplayProbe<R> {
     #[inline]
-    fn display_fn<E: ?Sized>(&self) -> Option<FmtFn<E>> {
-        None
+    fn described<H>(&self, hook: H) -> H {
+        hook
     }
-}
-
-/// No `Display` for the error: what generated code passes when it cannot name the outcome type
-/// (a return type with `impl Trait` in it).
-#[inline]
-#[doc(hidden)]
-pub const fn no_display<E: ?Sized>() -> Option<FmtFn<E>> {
-    None
 }
 
 /// The hook every loop hands the engine: with the `tracing` or `metrics` feature, the caller's

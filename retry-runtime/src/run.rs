@@ -83,7 +83,7 @@ pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
 pub use hedge::{Event, Hedge, HedgeNotIdempotent, Hedging};
-pub use hook::{Described, Displayed, FmtFn, Hook, NoHook};
+pub use hook::{Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
 pub use protection::{AttemptHold, PanicSink, Protected, Protection, Unprotected};
 pub use retry::{BreakerWith, Retry};

@@ -338,17 +338,15 @@ fn contains_infer(tokens: &TokenStream) -> bool {
 /// declared outcome type (see `retry_runtime::observe`). The hook, not the classifier, carries
 /// it, so that a missing `Classify` impl is still reported about the classifier alone.
 fn described(hook: TokenStream, ret: &Type, had_impl_trait: bool, krate: &Path) -> TokenStream {
-    let display = if had_impl_trait {
+    if had_impl_trait {
         // `_` in the outcome type cannot be named outside the body; go without the text.
-        quote!(#krate::__private::no_display())
-    } else {
-        quote!({
-            #[allow(unused_imports)]
-            use #krate::__private::{ViaDisplay as _, ViaNothing as _};
-            (&#krate::__private::DisplayProbe::<#ret>::new()).display_fn()
-        })
-    };
-    quote!(#krate::run::Described(#hook, #display))
+        return hook;
+    }
+    quote!({
+        #[allow(unused_imports)]
+        use #krate::__private::{ViaDisplay as _, ViaNothing as _};
+        (&#krate::__private::DisplayProbe::<#ret>::new()).described(#hook)
+    })
 }
 
 fn classifier_expr(args: &Args, krate: &Path, ret: &Type, had_impl_trait: bool) -> TokenStream {

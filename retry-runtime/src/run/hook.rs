@@ -58,46 +58,9 @@ impl<E, F: FnMut(&Failure<'_, E>)> Hook<E> for F {
     }
 }
 
-/// A hook together with the error's `Display` (found by
-/// [`DisplayProbe`](crate::observe::DisplayProbe) in generated code), for `tracing` events.
-pub struct Described<H, E>(pub H, pub Option<FmtFn<E>>);
-
-impl<E, H: Hook<E>> Hook<E> for Described<H, E> {
-    const ACTIVE: bool = H::ACTIVE;
-    #[inline]
-    fn on_failure(&mut self, failure: &Failure<'_, E>) {
-        self.0.on_failure(failure)
-    }
-    #[inline]
-    fn on_success(&mut self, attempt: u32) {
-        self.0.on_success(attempt)
-    }
-    #[inline]
-    fn on_hedge(&mut self, attempt: u32, running: u32) {
-        self.0.on_hedge(attempt, running)
-    }
-
-    #[inline]
-    fn display_fn(&self) -> Option<FmtFn<E>> {
-        self.1
-    }
-    #[inline]
-    fn wants_clock(&self) -> bool {
-        self.0.wants_clock()
-    }
-}
-
-impl<H: std::fmt::Debug, E> std::fmt::Debug for Described<H, E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Described")
-            .field(&self.0)
-            .field(&self.1.is_some())
-            .finish()
-    }
-}
-
 /// A hook whose errors are shown with their `Display` in `tracing` events: what
-/// [`Retry::display_errors`](super::Retry::display_errors) installs.
+/// [`Retry::display_errors`](super::Retry::display_errors) installs, and `#[retryable]` where
+/// the error type has a `Display`.
 #[derive(Clone, Copy, Debug)]
 pub struct Displayed<H>(pub H);
 
