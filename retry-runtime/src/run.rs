@@ -65,6 +65,7 @@ mod call;
 pub(crate) mod call_policy;
 mod classifier;
 pub(crate) mod hedge;
+mod hedging;
 mod hook;
 mod outcome;
 mod policy_call;
@@ -82,7 +83,8 @@ pub use call_policy::{AsPolicy, CallPolicy, expect_policy, policy_of};
 pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
-pub use hedge::{Event, Hedge, HedgeNotIdempotent, Hedging};
+pub use hedge::{Hedge, HedgeNotIdempotent};
+pub use hedging::{Event, Hedging};
 pub use hook::{Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
 pub use protection::{AttemptHold, PanicSink, Protected, Protection, Unprotected};
