@@ -87,13 +87,15 @@ pub use hedge::{Hedge, HedgeNotIdempotent};
 pub use hedging::{Event, Hedging};
 pub use hook::{Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
-pub use protection::{AttemptHold, PanicSink, Protected, Protection, Unprotected};
+pub use protection::{
+    Adapted, AttemptHold, NoWindow, PanicSink, Protected, Protection, Unprotected, Window,
+};
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use shared::{
-    AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip, HoldsCircuitOpen,
-    IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, WithAdaptive, WithBudget, WithCircuit,
-    circuit_open,
+    AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip,
+    HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, WithAdaptive,
+    WithBudget, WithCircuit, circuit_open,
 };
 pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{

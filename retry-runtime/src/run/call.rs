@@ -21,7 +21,7 @@ use super::call_policy::CallPolicy;
 use super::classifier::Classifier;
 use super::hook::Hook;
 use super::outcome::Outcome;
-use super::protection::{PanicGuard, Protected, Protection, Unprotected};
+use super::protection::{Adapted, PanicGuard, Protected, Protection, Unprotected, Window};
 use super::timeout::TimeoutSlot;
 use crate::adaptive::{Adapt, Tuning};
 use crate::clock;
@@ -161,10 +161,10 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     }
 }
 
-impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
-    /// The same call with [`Protected`] state (unchanged if it already has it).
+impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
+    /// The same call with [`Protected`] state, whose adaptive part is `window`.
     #[inline]
-    pub(super) fn protected(self) -> Call<'p, Protected<'p>, P> {
+    pub(super) fn protected<W: Window<'p>>(self, window: W) -> Call<'p, Protected<'p, W>, P> {
         Call {
             policy: self.policy,
             lifetime: PhantomData,
@@ -173,7 +173,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             previous: self.previous,
             max_attempts: self.max_attempts,
             timed_out: self.timed_out,
-            protection: self.protection.into_protected(),
+            protection: self.protection.protected(window),
         }
     }
 
@@ -184,7 +184,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// (and still records it).
     // Out of line: the tuning is rare work, and inlined it would bloat every protected call.
     #[inline(never)]
-    pub(super) fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p>, P> {
+    pub(super) fn adaptive(self, source: &'p dyn Adapt) -> Call<'p, Protected<'p, Adapted<'p>>, P> {
         let policy = *self.policy.policy();
         let tuned = source.tune(Tuning {
             attempts: policy.attempts,
@@ -196,7 +196,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             .attempts(tuned.attempts)
             .base(tuned.base)
             .multiplier(tuned.multiplier);
-        let mut call = self.protected();
+        let mut call = self.protected(Adapted::new(source, tuned.base, tuned.multiplier));
         // Whether the call is nested-once is not kept: ask again (the enclosing attempt is the
         // one `new` saw, as the call is equipped before its first attempt).
         call.max_attempts = if single_attempt(&policy, context::inherited()) {
@@ -204,10 +204,11 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         } else {
             tuned.attempts
         };
-        call.protection.adapt(source, tuned.base, tuned.multiplier);
         call
     }
+}
 
+impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// Ask the breaker (if any) for the first attempt. On `Err`, make no attempt: return the
     /// refusal, converted into the call's error type.
     #[inline]

@@ -31,8 +31,6 @@ use std::time::{Duration, Instant};
 /// [`Protected`]. Every method is called at the same point of the loop for both;
 /// [`Unprotected`]'s do nothing and inline to nothing.
 pub trait Protection<'p>: PanicSink + Sized {
-    /// The same protection as [`Protected`] state.
-    fn into_protected(self) -> Protected<'p>;
     /// The first delay and multiplier as an adaptive policy tuned them, if any.
     fn tuned(&self) -> Option<(Duration, f64)>;
     /// An attempt starts.
@@ -65,19 +63,22 @@ pub trait Protection<'p>: PanicSink + Sized {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unprotected;
 
-impl<'p> Protection<'p> for Unprotected {
+impl Unprotected {
+    /// [`Protected`] state with no breaker or budget yet, and `window` as its adaptive part.
     #[inline(always)]
-    fn into_protected(self) -> Protected<'p> {
+    pub(super) fn protected<'p, W: Window<'p>>(self, window: W) -> Protected<'p, W> {
         // Field by field, not a copy of a `const`: copied from a constant, the fields were
-        // stored and read back, so the absent adaptive policy and permit were checked on every
-        // call.
+        // stored and read back, so the absent permit was checked on every call.
         Protected {
-            adaptive: None,
+            adaptive: window,
             breaker: None,
             budget: None,
             permit: None,
         }
     }
+}
+
+impl<'p> Protection<'p> for Unprotected {
     #[inline(always)]
     fn tuned(&self) -> Option<(Duration, f64)> {
         None
@@ -109,19 +110,59 @@ impl<'p> Protection<'p> for Unprotected {
     fn put_hold(&mut self, (): ()) {}
 }
 
-/// The adaptive policy, breaker, budget and breaker permit of one call, any of them possibly
-/// unset; untouched on success unless one is set.
-pub struct Protected<'p> {
-    adaptive: Option<Adapted<'p>>,
+/// The breaker, budget and breaker permit of one call, either possibly unset, and its adaptive
+/// part `W`, chosen by type: [`NoWindow`] (nothing, zero-sized) or an [`Adapted`] call;
+/// untouched on success unless one is set.
+pub struct Protected<'p, W = NoWindow> {
+    adaptive: W,
     pub(super) breaker: Option<Lease<'p, CircuitBreaker>>,
     pub(super) budget: Option<Lease<'p, RetryBudget>>,
     permit: Option<CircuitPermit<'p>>,
 }
 
+/// The adaptive part of a call's [`Protected`] state: [`NoWindow`] for a call without an
+/// adaptive policy, which then carries nothing for one across its awaits (the state of an
+/// adaptive call is 56 bytes), or [`Adapted`].
+pub trait Window<'p> {
+    /// What an attempt's [`AttemptHold`] keeps of it: when the attempt started, or nothing.
+    type Started;
+    /// The first delay and multiplier the adaptive policy tuned, if any.
+    fn tuned(&self) -> Option<(Duration, f64)>;
+    /// An attempt starts.
+    fn begin(&mut self);
+    /// The running attempt ended (`failed`: with a failure): record it.
+    fn end(&mut self, failed: bool);
+    /// Take the running attempt's start out (a hedged attempt keeps its own).
+    fn take_started(&mut self) -> Self::Started;
+    /// Give a finished attempt's start back, so that it is recorded.
+    fn put_started(&mut self, started: Self::Started);
+}
+
+/// No adaptive policy: nothing to tune or record.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoWindow;
+
+impl Window<'_> for NoWindow {
+    type Started = ();
+    #[inline(always)]
+    fn tuned(&self) -> Option<(Duration, f64)> {
+        None
+    }
+    #[inline(always)]
+    fn begin(&mut self) {}
+    #[inline(always)]
+    fn end(&mut self, _: bool) {}
+    #[inline(always)]
+    fn take_started(&mut self) {}
+    #[inline(always)]
+    fn put_started(&mut self, (): ()) {}
+}
+
 /// A call under an adaptive policy: where its attempts are recorded, and the delay shape the
 /// policy tuned at the call's start (its attempts are the call's limit). Only what tuning
-/// changes, not a whole tuned [`RetryPolicy`](crate::RetryPolicy): this lives in every protected async future.
-struct Adapted<'p> {
+/// changes, not a whole tuned [`RetryPolicy`](crate::RetryPolicy): this lives in the call's
+/// future across its awaits.
+pub struct Adapted<'p> {
     source: &'p dyn Adapt,
     base: Duration,
     multiplier: f64,
@@ -129,27 +170,61 @@ struct Adapted<'p> {
     started: Option<Instant>,
 }
 
-impl<'p> Protected<'p> {
+impl<'p> Adapted<'p> {
     /// Record attempts into `source`, which tuned this call's first delay and multiplier.
-    pub(super) fn adapt(&mut self, source: &'p dyn Adapt, base: Duration, multiplier: f64) {
-        self.adaptive = Some(Adapted {
+    pub(super) fn new(source: &'p dyn Adapt, base: Duration, multiplier: f64) -> Self {
+        Adapted {
             source,
             base,
             multiplier,
             started: None,
-        });
-    }
-
-    /// Record the attempt that started in `begin_attempt` into the adaptive window.
-    #[inline]
-    fn end_attempt(&mut self, failed: bool) {
-        if let Some(adapted) = &mut self.adaptive {
-            if let Some(started) = adapted.started.take() {
-                let ended = clock::now();
-                let latency = ended.saturating_duration_since(started);
-                adapted.source.record(failed, latency, ended);
-            }
         }
+    }
+}
+
+impl<'p> Window<'p> for Adapted<'p> {
+    type Started = Option<Instant>;
+    #[inline]
+    fn tuned(&self) -> Option<(Duration, f64)> {
+        Some((self.base, self.multiplier))
+    }
+    #[inline]
+    fn begin(&mut self) {
+        self.started = Some(clock::now());
+    }
+    #[inline]
+    fn end(&mut self, failed: bool) {
+        if let Some(started) = self.started.take() {
+            let ended = clock::now();
+            let latency = ended.saturating_duration_since(started);
+            self.source.record(failed, latency, ended);
+        }
+    }
+    #[inline]
+    fn take_started(&mut self) -> Option<Instant> {
+        self.started.take()
+    }
+    #[inline]
+    fn put_started(&mut self, started: Option<Instant>) {
+        self.started = started;
+    }
+}
+
+impl std::fmt::Debug for Adapted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adapted")
+            .field("base", &self.base)
+            .field("multiplier", &self.multiplier)
+            .field("started", &self.started)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'p, W: Window<'p>> Protected<'p, W> {
+    /// Record the attempt that started in `begin_attempt` into the adaptive window.
+    #[inline(always)]
+    fn end_attempt(&mut self, failed: bool) {
+        self.adaptive.end(failed);
     }
 
     // In line: with a breaker or a budget a success is the hot path, and out of line the
@@ -165,20 +240,14 @@ impl<'p> Protected<'p> {
     }
 }
 
-impl<'p> Protection<'p> for Protected<'p> {
-    #[inline]
-    fn into_protected(self) -> Protected<'p> {
-        self
-    }
+impl<'p, W: Window<'p>> Protection<'p> for Protected<'p, W> {
     #[inline]
     fn tuned(&self) -> Option<(Duration, f64)> {
-        self.adaptive.as_ref().map(|a| (a.base, a.multiplier))
+        self.adaptive.tuned()
     }
     #[inline]
     fn begin_attempt(&mut self) {
-        if let Some(adapted) = &mut self.adaptive {
-            adapted.started = Some(clock::now());
-        }
+        self.adaptive.begin();
     }
     #[inline(always)]
     fn succeeded(&mut self) {
@@ -253,30 +322,28 @@ impl<'p> Protection<'p> for Protected<'p> {
         }
         Ok(())
     }
-    type Hold = AttemptHold<'p>;
+    type Hold = AttemptHold<'p, W::Started>;
     #[inline]
-    fn take_hold(&mut self) -> AttemptHold<'p> {
+    fn take_hold(&mut self) -> AttemptHold<'p, W::Started> {
         AttemptHold {
             permit: self.permit.take(),
-            started: self.adaptive.as_mut().and_then(|a| a.started.take()),
+            started: self.adaptive.take_started(),
         }
     }
     #[inline]
-    fn put_hold(&mut self, hold: AttemptHold<'p>) {
+    fn put_hold(&mut self, hold: AttemptHold<'p, W::Started>) {
         self.permit = hold.permit;
-        if let Some(adapted) = &mut self.adaptive {
-            adapted.started = hold.started;
-        }
+        self.adaptive.put_started(hold.started);
     }
 }
 
 /// One attempt's share of [`Protected`] state: its breaker permit and, with an adaptive policy,
-/// when it started. Dropped with a cancelled hedged attempt, which releases the permit as
-/// neither success nor failure.
+/// when it started (`S`, the window's [`Started`](Window::Started)). Dropped with a cancelled
+/// hedged attempt, which releases the permit as neither success nor failure.
 #[derive(Debug)]
-pub struct AttemptHold<'p> {
+pub struct AttemptHold<'p, S = ()> {
     permit: Option<CircuitPermit<'p>>,
-    started: Option<Instant>,
+    started: S,
 }
 
 /// What a call's protection does with an attempt that panics. One rule: a panicking attempt is a
@@ -300,7 +367,7 @@ impl PanicSink for Unprotected {
     fn panicked(&mut self) {}
 }
 
-impl PanicSink for Protected<'_> {
+impl<'p, W: Window<'p>> PanicSink for Protected<'p, W> {
     const GUARDED: bool = true;
     #[cold]
     fn panicked(&mut self) {
@@ -326,11 +393,10 @@ impl<S: PanicSink> Drop for PanicGuard<'_, S> {
     }
 }
 
-impl std::fmt::Debug for Protected<'_> {
+impl<'p, W: Window<'p>> std::fmt::Debug for Protected<'p, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Protected")
-            .field("adaptive", &self.adaptive.is_some())
-            .field("tuned", &self.tuned())
+            .field("tuned", &self.adaptive.tuned())
             .field("breaker", &self.breaker.map(|b| b.value()))
             .field("budget", &self.budget.map(|b| b.value()))
             .field("permit", &self.permit)

@@ -9,7 +9,7 @@
 use super::call::Call;
 use super::call_policy::CallPolicy;
 use super::outcome::{Conversion, Outcome};
-use super::protection::{Protected, Protection, Unprotected};
+use super::protection::{Adapted, NoWindow, Protected, Protection, Unprotected, Window};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
@@ -182,10 +182,33 @@ impl<'p> BudgetSlot<'p> for Option<Lease<'p, RetryBudget>> {
     }
 }
 
+/// What a [`Shared`] protection's adaptive slot makes of each call's adaptive part, by type:
+/// [`NoAdaptive`] a [`NoWindow`] (nothing), a policy an [`Adapted`] call. A trait of its own,
+/// without the slot's lifetime, for the same reason as [`CallState`].
+pub trait AdaptiveKind {
+    /// The adaptive part of the calls it equips.
+    type Window<'p>: Window<'p>;
+}
+
+impl AdaptiveKind for NoAdaptive {
+    type Window<'p> = NoWindow;
+}
+
+impl AdaptiveKind for &dyn Adapt {
+    type Window<'p> = Adapted<'p>;
+}
+
 /// How a [`Shared`] protection finds its adaptive policy: [`NoAdaptive`], or a policy.
-pub trait AdaptiveSlot<'p>: Copy {
+pub trait AdaptiveSlot<'a>: AdaptiveKind + Copy {
     /// The adaptive policy, if there is one.
-    fn adaptive(&self) -> Option<&'p dyn Adapt>;
+    fn adaptive(&self) -> Option<&'a dyn Adapt>;
+    /// `call` with [`Protected`] state, adjusted by the adaptive policy if there is one.
+    fn protect<'p, P: CallPolicy>(
+        &self,
+        call: Call<'p, Unprotected, P>,
+    ) -> Call<'p, Protected<'p, Self::Window<'p>>, P>
+    where
+        'a: 'p;
 }
 
 impl AdaptiveSlot<'_> for NoAdaptive {
@@ -193,12 +216,32 @@ impl AdaptiveSlot<'_> for NoAdaptive {
     fn adaptive(&self) -> Option<&'static dyn Adapt> {
         None
     }
+    #[inline(always)]
+    fn protect<'p, P: CallPolicy>(
+        &self,
+        call: Call<'p, Unprotected, P>,
+    ) -> Call<'p, Protected<'p>, P>
+    where
+        'static: 'p,
+    {
+        call.protected(NoWindow)
+    }
 }
 
-impl<'p> AdaptiveSlot<'p> for &'p dyn Adapt {
+impl<'a> AdaptiveSlot<'a> for &'a dyn Adapt {
     #[inline(always)]
-    fn adaptive(&self) -> Option<&'p dyn Adapt> {
+    fn adaptive(&self) -> Option<&'a dyn Adapt> {
         Some(*self)
+    }
+    #[inline(always)]
+    fn protect<'p, P: CallPolicy>(
+        &self,
+        call: Call<'p, Unprotected, P>,
+    ) -> Call<'p, Protected<'p, Adapted<'p>>, P>
+    where
+        'a: 'p,
+    {
+        call.adaptive(*self)
     }
 }
 
@@ -265,8 +308,8 @@ impl<'p> CallState<'p> for Unprotected {
     type State = Unprotected;
 }
 
-impl<'p, K, B, A> CallState<'p> for Shared<K, B, A> {
-    type State = Protected<'p>;
+impl<'p, K, B, A: AdaptiveKind> CallState<'p> for Shared<K, B, A> {
+    type State = Protected<'p, A::Window<'p>>;
 }
 
 impl<'p, E> Equip<'p, E> for Unprotected {
@@ -290,18 +333,21 @@ where
 {
     // Always inlined: left to the optimiser it stayed out of line, a call on every call.
     #[inline(always)]
-    fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Protected<'p>, P> {
-        let mut call = match self.adaptive.adaptive() {
-            Some(source) => call.adaptive(source),
-            None => call.protected(),
-        };
+    fn equip<P: CallPolicy>(
+        &self,
+        call: Call<'p, Unprotected, P>,
+    ) -> Call<'p, Protected<'p, A::Window<'p>>, P> {
+        let mut call = self.adaptive.protect(call);
         // Set in place: every reassignment of the call would be a copy of it.
         call.protection.budget = self.budget.budget();
         call.protection.breaker = self.circuit.slot().map(|(breaker, _)| breaker);
         call
     }
     #[inline(always)]
-    fn admit<P: CallPolicy>(&self, call: &mut Call<'p, Protected<'p>, P>) -> Result<(), E> {
+    fn admit<P: CallPolicy>(
+        &self,
+        call: &mut Call<'p, Protected<'p, A::Window<'p>>, P>,
+    ) -> Result<(), E> {
         match self.circuit.slot() {
             Some((_, refused)) => call.admit().map_err(refused),
             None => Ok(()),
