@@ -1,12 +1,16 @@
 //! What the tower front ends cost per call: a service called bare, through
 //! `retry_kit::tower::RetryLayer`, through `retry_kit::tower::HttpRetryLayer` (request rebuilt
 //! from its parts, body through `ReplayBody`), and through tower's own `retry` middleware with a
-//! hand-written three-attempt policy (the peer). Two cases: the first attempt answers, and two
+//! hand-written three-attempt policy (the peer, `hand_policy.rs`; for HTTP it clones the
+//! request for each attempt). Two cases: the first attempt answers, and two
 //! failed attempts before the answer (zero delays, as in overhead.rs).
 //!
 //! Run: `cargo bench -p retry-kit-benches --bench layer`.
 
+mod hand_policy;
+
 use criterion::{Criterion, criterion_group, criterion_main};
+use hand_policy::ThreeAttempts;
 use http::{Request, Response, StatusCode};
 use retry_kit::RetryPolicy;
 use retry_kit::tower::{HttpRetryLayer, RetryLayer};
@@ -17,7 +21,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tower::retry::Policy;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -84,27 +87,6 @@ impl<B> Service<Request<B>> for Backend {
     }
 }
 
-/// tower's `retry` with the policy a user writes by hand: three attempts, every error retried.
-#[derive(Clone)]
-struct ThreeAttempts(u32);
-
-impl Policy<u64, u64, io::Error> for ThreeAttempts {
-    type Future = Ready<()>;
-
-    fn retry(&mut self, _: &mut u64, result: &mut io::Result<u64>) -> Option<Self::Future> {
-        if result.is_err() && self.0 > 1 {
-            self.0 -= 1;
-            Some(ready(()))
-        } else {
-            None
-        }
-    }
-
-    fn clone_request(&mut self, req: &u64) -> Option<u64> {
-        Some(*req)
-    }
-}
-
 fn http_request() -> Request<String> {
     Request::get("http://api.test/orders/17")
         .header("accept", "application/json")
@@ -136,6 +118,17 @@ fn bench(c: &mut Criterion) {
                 // The policy counts attempts per call, so each call starts from a fresh one.
                 let mut service = tower_retry.clone();
                 rt.block_on(service.call(black_box(1u64))).unwrap()
+            })
+        });
+        let tower_retry_http =
+            tower::retry::RetryLayer::new(ThreeAttempts(3)).layer(Backend::new(fails));
+        group.bench_function("tower::retry http", |b| {
+            b.iter(|| {
+                let mut service = tower_retry_http.clone();
+                let response = rt
+                    .block_on(service.call(black_box(http_request())))
+                    .unwrap();
+                assert_eq!(response.status(), StatusCode::OK);
             })
         });
         let mut layered = RetryLayer::new(POLICY).layer(Backend::new(fails));

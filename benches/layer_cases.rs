@@ -3,6 +3,7 @@
 //! `retry` middleware with the policy a user writes by hand, which clones the request (method,
 //! URI, headers and body) for each attempt.
 
+use crate::hand_policy::ThreeAttempts;
 use http::{Request, Response, StatusCode};
 use retry_kit::RetryPolicy;
 use retry_kit::tower::HttpRetryLayer;
@@ -11,7 +12,6 @@ use std::hint::black_box;
 use std::io;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tower::retry::Policy;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -32,41 +32,6 @@ impl<B> Service<Request<B>> for Backend {
 
     fn call(&mut self, _: Request<B>) -> Self::Future {
         ready(Ok(Response::new(())))
-    }
-}
-
-/// tower's `retry` with a hand-written policy: three attempts of 5xx answers and errors, the
-/// request cloned for each.
-#[derive(Clone)]
-struct ThreeAttempts(u32);
-
-impl Policy<Request<String>, Response<()>, io::Error> for ThreeAttempts {
-    type Future = Ready<()>;
-
-    fn retry(
-        &mut self,
-        _: &mut Request<String>,
-        result: &mut io::Result<Response<()>>,
-    ) -> Option<Self::Future> {
-        let failed = match result {
-            Ok(response) => response.status().is_server_error(),
-            Err(_) => true,
-        };
-        if failed && self.0 > 1 {
-            self.0 -= 1;
-            Some(ready(()))
-        } else {
-            None
-        }
-    }
-
-    fn clone_request(&mut self, req: &Request<String>) -> Option<Request<String>> {
-        let mut clone = Request::new(req.body().clone());
-        *clone.method_mut() = req.method().clone();
-        *clone.uri_mut() = req.uri().clone();
-        *clone.version_mut() = req.version();
-        *clone.headers_mut() = req.headers().clone();
-        Some(clone)
     }
 }
 

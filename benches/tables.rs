@@ -28,6 +28,7 @@ use std::task::{Context, Poll};
 mod breaker_peers;
 mod callgrind_args;
 mod counting;
+mod hand_policy;
 mod layer_cases;
 #[cfg(feature = "metrics")]
 mod map_recorder;
