@@ -363,6 +363,27 @@ async fn a_hedged_future_is_send() {
     assert_eq!(answer, Ok(2));
 }
 
+static SPAWNED_BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
+static SPAWNED_BUDGET: RetryBudget = RetryBudget::new(10, 0.5);
+static SPAWNED_POLICY: RetryPolicy = RetryPolicy::new().attempts(3).idempotent(true);
+
+/// A builder's hedged call with a breaker and a budget can be spawned, as the same builder
+/// without `hedge` can (regression: "implementation of `Protection` is not general enough",
+/// from the attempts' holds the hedged loop keeps across its awaits).
+#[tokio::test(start_paused = true)]
+async fn a_builder_hedged_call_with_a_breaker_and_a_budget_can_be_spawned() {
+    let replica: &'static Replica =
+        Box::leak(Box::new(Replica::new(vec![(1000, Ok(1)), (1, Ok(2))])));
+    let call = Retry::new(&SPAWNED_POLICY)
+        .circuit(&SPAWNED_BREAKER)
+        .budget(&SPAWNED_BUDGET)
+        .hedge(50 * MS)
+        .expect("the policy is idempotent")
+        .call_async(|| replica.read());
+    assert_eq!(tokio::spawn(call).await.unwrap(), Ok(2));
+    assert_eq!(replica.started(), [(1, Duration::ZERO), (2, 50 * MS)]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_builder_hedges_the_same_way() {
     let replica = Replica::new(vec![(1000, Ok(1)), (20, Ok(2))]);
@@ -700,5 +721,70 @@ async fn calls_inside_a_first_attempt_keep_their_ordinals_when_a_hedge_starts_be
     assert_ne!(
         keys[2].1, keys[0].1,
         "the second step of attempt 1 has a key of its own"
+    );
+}
+
+/// Polled until its value is non-zero: every attempt answers `Ok(0)` at once.
+fn not_ready(value: &u32) -> bool {
+    *value == 0
+}
+
+#[retryable(
+    attempts = 3,
+    backoff = "fixed",
+    base = "100ms",
+    idempotent,
+    hedge = "1s",
+    retry_if = not_ready
+)]
+async fn poll_hedged(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+/// A value `retry_if` flags is an answer, not a failure a second attempt could outrun: a hedged
+/// poller waits its backoff between polls, as a sequential one does, instead of polling again
+/// at once (regression: polls started at 0, 10 and 20 ms).
+#[tokio::test(start_paused = true)]
+async fn a_hedged_poller_waits_its_backoff_between_polls() {
+    let replica = Replica::new(vec![(10, Ok(0)), (10, Ok(0)), (10, Ok(0))]);
+    assert_eq!(poll_hedged(&replica).await, Ok(0));
+    assert_eq!(
+        replica.started(),
+        [(1, Duration::ZERO), (2, 110 * MS), (3, 220 * MS)]
+    );
+}
+
+/// Attempt 1 fails after 70 ms; its hedge, started at 50 ms, is told at 60 ms to come back in
+/// 30 ms. The failure at 70 ms does not cut that wait short: attempt 3 starts at 90 ms, not at
+/// 70 (regression: the pending retry-after and its breaker permit were dropped).
+#[tokio::test(start_paused = true)]
+async fn a_failure_while_a_retry_after_is_pending_does_not_cut_the_wait_short() {
+    let replica = Replica::new(vec![
+        (70, Err(ReadError::Unavailable)),
+        (10, Err(ReadError::Busy { wait: 30 * MS })),
+        (10, Ok(3)),
+    ]);
+    assert_eq!(read(&replica).await, Ok(3));
+    assert_eq!(
+        replica.started(),
+        [(1, Duration::ZERO), (2, 50 * MS), (3, 90 * MS)]
+    );
+}
+
+/// A longer retry-after given while a shorter one is pending is honoured too: the next attempt
+/// waits for the later of the two.
+#[tokio::test(start_paused = true)]
+async fn of_two_pending_retry_afters_the_later_one_decides() {
+    // Attempt 2 (the hedge, at 50 ms) says at 60 ms "in 30 ms" (until 90); attempt 1 says at
+    // 70 ms "in 100 ms" (until 170).
+    let replica = Replica::new(vec![
+        (70, Err(ReadError::Busy { wait: 100 * MS })),
+        (10, Err(ReadError::Busy { wait: 30 * MS })),
+        (10, Ok(3)),
+    ]);
+    assert_eq!(read(&replica).await, Ok(3));
+    assert_eq!(
+        replica.started(),
+        [(1, Duration::ZERO), (2, 50 * MS), (3, 170 * MS)]
     );
 }

@@ -36,7 +36,7 @@ mod vocabulary;
 /// | `nested` | `"retry"`, `"once"` | `"retry"` | `"once"`: inside another retryable's attempt, make a single attempt |
 /// | `on_failure` | path to `fn(&Failure<'_, E>)` | none | called once per failed attempt |
 /// | `sleep` | path to an async `fn(Duration)` | tokio's sleep | async only: for other runtimes |
-/// | `retry_if` | path to `fn(&T) -> bool` | none | also retry an `Ok` value it flags (polling until ready); the value counts as a transient failure (`Rejected::Value` in records); when attempts run out the last value is returned |
+/// | `retry_if` | path to `fn(&T) -> bool` | none | also retry an `Ok` value it flags (polling until ready): the value follows the schedule (attempts, delays, deadline) but is an answer, not a failure (the breaker and budget do not count it; `Rejected::Value` in records); when attempts run out the last value is returned |
 /// | `already_done` | path to `fn(E) -> Result<T, E>` | none | what an `AlreadyDone` error becomes (a receipt rebuilt from the duplicate); without it the error is returned |
 /// | `hedge` | duration string | none | async and `idempotent` only: if an attempt has not answered after this long, start the next beside it (up to `attempts` in all); the first success wins, the others are dropped; a retryable failure starts the next at once |
 /// | `key` | expression (may use the arguments) | none | with `circuit`/`budget` naming a `static PerKey<..>`: which breaker or budget this call uses (a host, a partition, a tenant) |

@@ -84,11 +84,11 @@ pub use classifier::{
     Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
 };
 pub use hedge::{Hedge, HedgeNotIdempotent};
-pub use hedging::{Event, Hedging};
+pub use hedging::{Event, Hedging, NextEvent};
 pub use hook::{Displayed, FmtFn, Hook, NoHook};
 pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
 pub use protection::{
-    Adapted, AttemptHold, NoWindow, PanicSink, Protected, Protection, Unprotected, Window,
+    Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected, Window,
 };
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};

@@ -303,7 +303,7 @@ pub(crate) const KEYS: &[Key] = &[
         doc: [
             "path to `fn(&T) -> bool`",
             "none",
-            "also retry an `Ok` value it flags (polling until ready); the value counts as a transient failure (`Rejected::Value` in records); when attempts run out the last value is returned",
+            "also retry an `Ok` value it flags (polling until ready): the value follows the schedule (attempts, delays, deadline) but is an answer, not a failure (the breaker and budget do not count it; `Rejected::Value` in records); when attempts run out the last value is returned",
         ],
     },
     Key {

@@ -164,7 +164,7 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
 impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     /// The same call with [`Protected`] state, whose adaptive part is `window`.
     #[inline]
-    pub(super) fn protected<W: Window<'p>>(self, window: W) -> Call<'p, Protected<'p, W>, P> {
+    pub(super) fn protected<W: Window>(self, window: W) -> Call<'p, Protected<'p, W>, P> {
         Call {
             policy: self.policy,
             lifetime: PhantomData,

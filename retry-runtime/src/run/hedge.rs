@@ -195,11 +195,7 @@ macro_rules! retry_hedged {
                     match $call.$after(&out, ended, $classifier, $hook) {
                         $crate::run::Then::Return => break out,
                         $crate::run::Then::Start(delay) => {
-                            if delay.is_zero() || $crate::clock::virtual_sleep(delay) {
-                                start = true;
-                            } else {
-                                hedging.as_mut().admitted_after(&mut $call, ($sleep)(delay));
-                            }
+                            start = hedging.as_mut().admitted(&mut $call, delay, $sleep);
                         }
                         $crate::run::Then::Wait => {
                             // No new attempt, hedge or retry: disarm the timer.

@@ -4,13 +4,14 @@
 use super::call::Call;
 use super::call_policy::CallPolicy;
 use super::outcome::Outcome;
-use super::protection::{PanicGuard, PanicSink, Protection};
+use super::protection::{Holding, PanicGuard, PanicSink, Protection};
 
+use crate::clock;
 use crate::context::CallCtx;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The attempts in flight of one hedged call, and the timer that starts the next one.
 ///
@@ -47,7 +48,9 @@ pub struct Hedging<F, D, T> {
 enum Timer<D> {
     Off,
     Hedge,
-    Admitted(D),
+    /// An attempt admitted (its hold), waiting out a retry-after until this instant (`None`:
+    /// too far away to represent).
+    Admitted(D, Option<Instant>),
 }
 
 /// What the call keeps of a running attempt besides its future.
@@ -212,18 +215,42 @@ impl<F: Future, D, T: Future<Output = ()>> Hedging<F, D, T> {
         this.timer.set(None);
     }
 
-    /// The next attempt is admitted but waits out a retry-after, `timer`: keep its admission
-    /// (the breaker permit) until the timer fires.
-    pub fn admitted_after<'p, S, P: CallPolicy>(
+    /// The engine admitted the next attempt after `delay` (zero: at once): whether to start
+    /// it now. A wait is made with `sleep`, the admission (the breaker permit) kept until it
+    /// ends. While a retry-after is being waited out, no attempt starts sooner than it allows,
+    /// whatever another attempt's failure says: an admission that the pending wait covers is
+    /// released (as neither success nor failure: nothing was sent with it), and one that must
+    /// wait longer replaces it.
+    pub fn admitted<'p, S, P: CallPolicy, Sl>(
         self: Pin<&mut Self>,
         call: &mut Call<'p, S, P>,
-        timer: T,
-    ) where
+        delay: Duration,
+        sleep: Sl,
+    ) -> bool
+    where
         S: Protection<'p, Hold = D>,
+        Sl: Fn(Duration) -> T,
     {
         let mut this = self.project();
-        *this.purpose = Timer::Admitted(call.protection.take_hold());
-        this.timer.set(Some(timer));
+        if let Timer::Admitted(_, pending) = this.purpose {
+            let covered = match (clock::now().checked_add(delay), *pending) {
+                (_, None) => true,
+                (None, Some(_)) => false,
+                (Some(until), Some(pending)) => until <= pending,
+            };
+            if covered {
+                drop(call.protection.take_hold());
+                return false;
+            }
+        }
+        if delay.is_zero() || clock::virtual_sleep(delay) {
+            // `start` disarms a pending wait this one outlasts, releasing its admission.
+            return true;
+        }
+        *this.purpose =
+            Timer::Admitted(call.protection.take_hold(), clock::now().checked_add(delay));
+        this.timer.set(Some(sleep(delay)));
+        false
     }
 
     /// The call starts no further attempt (a stop that leaves attempts running): drop the
@@ -262,7 +289,7 @@ impl<F: Future, D, T: Future<Output = ()>> Hedging<F, D, T> {
                 }
                 admitted
             }
-            Timer::Admitted(hold) => {
+            Timer::Admitted(hold, _) => {
                 call.protection.put_hold(hold);
                 true
             }
@@ -281,7 +308,7 @@ impl<F: Future, D, T: Future<Output = ()>> Hedging<F, D, T> {
         call: &'a mut Call<'p, S, P>,
         sleep: Sl,
         after: A,
-    ) -> impl Future<Output = Event<F::Output, D>> + 'a
+    ) -> NextEvent<'a, 'p, F, D, T, S, P, Sl, A>
     where
         S: Protection<'p, Hold = D>,
         Sl: Fn(Duration) -> T + Unpin + 'a,
@@ -296,10 +323,12 @@ impl<F: Future, D, T: Future<Output = ()>> Hedging<F, D, T> {
     }
 }
 
-/// What [`Hedging::next`] returns. A named future rather than a `poll_fn` closure so that its
-/// poll is always inlined into the loop's: a hedged call whose attempt answers at once then pays
-/// no call into it.
-struct NextEvent<'a, 'p, F, D, T, S, P, Sl, A> {
+/// The future [`Hedging::next`] returns: the next attempt to finish, or the timer.
+///
+/// A named future rather than a `poll_fn` closure so that its `poll` is always inlined into
+/// the loop's: a hedged call whose attempt answers at once pays no call into it.
+#[must_use = "futures do nothing unless awaited"]
+pub struct NextEvent<'a, 'p, F, D, T, S, P, Sl, A> {
     hedging: Pin<&'a mut Hedging<F, D, T>>,
     call: &'a mut Call<'p, S, P>,
     sleep: Sl,
@@ -421,7 +450,7 @@ impl<F, D, T> std::fmt::Debug for Hedging<F, D, T> {
             (Timer::Off, _) => "off",
             (Timer::Hedge, None) => "hedge, not made yet",
             (Timer::Hedge, Some(_)) => "hedge",
-            (Timer::Admitted(_), _) => "admitted",
+            (Timer::Admitted(..), _) => "admitted",
         };
         f.debug_struct("Hedging")
             .field("in_place", &in_place)
@@ -434,12 +463,12 @@ impl<F, D, T> std::fmt::Debug for Hedging<F, D, T> {
 /// A hedged attempt as its panic guard sees it: a panic is recorded against the attempt's own
 /// hold (its breaker permit), with the budget and the adaptive window, as a sequential
 /// attempt's is.
-struct OwnHold<'g, 'p, S: Protection<'p>> {
+struct OwnHold<'g, S: Holding> {
     protection: &'g mut S,
     hold: &'g mut S::Hold,
 }
 
-impl<'p, S: Protection<'p>> PanicSink for OwnHold<'_, 'p, S> {
+impl<'p, S: Protection<'p>> PanicSink for OwnHold<'_, S> {
     const GUARDED: bool = S::GUARDED;
     fn panicked(&mut self) {
         let hold = std::mem::replace(self.hold, self.protection.take_hold());

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 /// The shared protection a [`Call`](super::Call) carries: [`Unprotected`] (none) or
 /// [`Protected`]. Every method is called at the same point of the loop for both;
 /// [`Unprotected`]'s do nothing and inline to nothing.
-pub trait Protection<'p>: PanicSink + Sized {
+pub trait Protection<'p>: PanicSink + Holding + Sized {
     /// The first delay and multiplier as an adaptive policy tuned them, if any.
     fn tuned(&self) -> Option<(Duration, f64)>;
     /// An attempt starts.
@@ -48,14 +48,31 @@ pub trait Protection<'p>: PanicSink + Sized {
     fn admit_poll(&mut self, verdict: Verdict) -> Verdict;
     /// Ask the breaker (if any) for the first attempt.
     fn admit(&mut self) -> Result<(), CircuitOpen>;
-    /// What belongs to one attempt rather than to the call: its breaker permit and when it
-    /// started. Hedged attempts run side by side, so each keeps its own (see
-    /// [`Hedge`](super::Hedge)); a sequential call keeps the one running attempt's here.
-    type Hold;
     /// Take the attempt that just began (its permit and start time) out of the call.
     fn take_hold(&mut self) -> Self::Hold;
     /// Give a finished attempt's hold back, so that its outcome is recorded with it.
     fn put_hold(&mut self, hold: Self::Hold);
+}
+
+/// What of a call's protection belongs to one attempt rather than to the call: its breaker
+/// permit and when it started. Hedged attempts run side by side, so each keeps its own (see
+/// [`Hedge`](super::Hedge)); a sequential call keeps the one running attempt's in the call.
+///
+/// A trait of its own, without [`Protection`]'s lifetime: a hedged builder's future keeps
+/// holds across its awaits, and the compiler proves such a future `Send` for every lifetime
+/// at once, which `<Protected<'a> as Protection<'a>>::Hold` (the same lifetime twice) defeated:
+/// a builder's hedged call with a breaker could not be spawned.
+pub trait Holding {
+    /// One attempt's share.
+    type Hold;
+}
+
+impl Holding for Unprotected {
+    type Hold = ();
+}
+
+impl<'p, W: Window> Holding for Protected<'p, W> {
+    type Hold = AttemptHold<'p, W::Started>;
 }
 
 /// No adaptive policy, breaker or budget. Zero-sized: as a call's state it costs nothing, and as
@@ -66,7 +83,7 @@ pub struct Unprotected;
 impl Unprotected {
     /// [`Protected`] state with no breaker or budget yet, and `window` as its adaptive part.
     #[inline(always)]
-    pub(super) fn protected<'p, W: Window<'p>>(self, window: W) -> Protected<'p, W> {
+    pub(super) fn protected<'p, W: Window>(self, window: W) -> Protected<'p, W> {
         // Field by field, not a copy of a `const`: copied from a constant, the fields were
         // stored and read back, so the absent permit was checked on every call.
         Protected {
@@ -103,7 +120,6 @@ impl<'p> Protection<'p> for Unprotected {
     fn admit(&mut self) -> Result<(), CircuitOpen> {
         Ok(())
     }
-    type Hold = ();
     #[inline(always)]
     fn take_hold(&mut self) {}
     #[inline(always)]
@@ -123,7 +139,7 @@ pub struct Protected<'p, W = NoWindow> {
 /// The adaptive part of a call's [`Protected`] state: [`NoWindow`] for a call without an
 /// adaptive policy, which then carries nothing for one across its awaits (the state of an
 /// adaptive call is 56 bytes), or [`Adapted`].
-pub trait Window<'p> {
+pub trait Window {
     /// What an attempt's [`AttemptHold`] keeps of it: when the attempt started, or nothing.
     type Started;
     /// The first delay and multiplier the adaptive policy tuned, if any.
@@ -142,7 +158,7 @@ pub trait Window<'p> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoWindow;
 
-impl Window<'_> for NoWindow {
+impl Window for NoWindow {
     type Started = ();
     #[inline(always)]
     fn tuned(&self) -> Option<(Duration, f64)> {
@@ -182,7 +198,7 @@ impl<'p> Adapted<'p> {
     }
 }
 
-impl<'p> Window<'p> for Adapted<'p> {
+impl Window for Adapted<'_> {
     type Started = Option<Instant>;
     #[inline]
     fn tuned(&self) -> Option<(Duration, f64)> {
@@ -220,7 +236,7 @@ impl std::fmt::Debug for Adapted<'_> {
     }
 }
 
-impl<'p, W: Window<'p>> Protected<'p, W> {
+impl<W: Window> Protected<'_, W> {
     /// Record the attempt that started in `begin_attempt` into the adaptive window.
     #[inline(always)]
     fn end_attempt(&mut self, failed: bool) {
@@ -240,7 +256,7 @@ impl<'p, W: Window<'p>> Protected<'p, W> {
     }
 }
 
-impl<'p, W: Window<'p>> Protection<'p> for Protected<'p, W> {
+impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
     #[inline]
     fn tuned(&self) -> Option<(Duration, f64)> {
         self.adaptive.tuned()
@@ -322,7 +338,6 @@ impl<'p, W: Window<'p>> Protection<'p> for Protected<'p, W> {
         }
         Ok(())
     }
-    type Hold = AttemptHold<'p, W::Started>;
     #[inline]
     fn take_hold(&mut self) -> AttemptHold<'p, W::Started> {
         AttemptHold {
@@ -367,7 +382,7 @@ impl PanicSink for Unprotected {
     fn panicked(&mut self) {}
 }
 
-impl<'p, W: Window<'p>> PanicSink for Protected<'p, W> {
+impl<'p, W: Window> PanicSink for Protected<'p, W> {
     const GUARDED: bool = true;
     #[cold]
     fn panicked(&mut self) {
@@ -393,7 +408,7 @@ impl<S: PanicSink> Drop for PanicGuard<'_, S> {
     }
 }
 
-impl<'p, W: Window<'p>> std::fmt::Debug for Protected<'p, W> {
+impl<'p, W: Window> std::fmt::Debug for Protected<'p, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Protected")
             .field("tuned", &self.adaptive.tuned())

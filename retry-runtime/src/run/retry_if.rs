@@ -156,7 +156,9 @@ pub struct RetryIf<'p, F, C, H, S, T> {
 
 impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// Also retry an `Ok` value `flag` flags, as `#[retryable(retry_if = ...)]` does: it
-    /// counts as a transient failure, and when the loop stops on one, that value is returned.
+    /// follows the schedule (attempts, delays, deadline) but is an answer, not a failure (the
+    /// breaker and budget do not count it), and when the loop stops on one, that value is
+    /// returned.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;

@@ -187,7 +187,7 @@ impl<'p> BudgetSlot<'p> for Option<Lease<'p, RetryBudget>> {
 /// without the slot's lifetime, for the same reason as [`CallState`].
 pub trait AdaptiveKind {
     /// The adaptive part of the calls it equips.
-    type Window<'p>: Window<'p>;
+    type Window<'p>: Window;
 }
 
 impl AdaptiveKind for NoAdaptive {

@@ -68,7 +68,11 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                     (_, Some(wait)) if C::RETRY_AFTER_IS_WAIT => {
                         self.bounded(Duration::ZERO, Some(wait), Duration::MAX)
                     }
+                    // A sequential call waits its backoff; so does a hedged call's poll past an
+                    // answer (`retry_if`): a value is not a failure another attempt could
+                    // outrun, and polling at once would hammer the dependency.
                     (None, _) => self.schedule(retry_after),
+                    (Some(_), _) if answered => self.schedule(retry_after),
                     (Some(_), _) => {
                         let max_delay = self.policy.policy().max_delay;
                         self.bounded(Duration::ZERO, retry_after, max_delay)
