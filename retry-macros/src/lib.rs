@@ -38,7 +38,7 @@ mod vocabulary;
 /// | `sleep` | path to an async `fn(Duration)` | tokio's sleep | async only: for other runtimes |
 /// | `retry_if` | path to `fn(&T) -> bool` | none | also retry an `Ok` value it flags (polling until ready): the value follows the schedule (attempts, delays, deadline) but is an answer, not a failure (the breaker and budget do not count it; `Rejected::Value` in records); when attempts run out the last value is returned |
 /// | `already_done` | path to `fn(E) -> Result<T, E>` | none | what an `AlreadyDone` error becomes (a receipt rebuilt from the duplicate); without it the error is returned |
-/// | `hedge` | duration string | none | async and `idempotent` only: if an attempt has not answered after this long, start the next beside it (up to `attempts` in all); the first success wins, the others are dropped; a retryable failure starts the next at once |
+/// | `hedge` | duration string | none | async and `idempotent` only: if an attempt has not answered after this long, start the next beside it (up to `attempts` in all; `"0ms"` starts them all at once); the first success wins, the others are dropped; a retryable failure starts the next at once, as gRPC's hedging does (`backoff`, `base` and `jitter` then pace only `retry_if` polls; a retry-after is waited out) |
 /// | `key` | expression (may use the arguments) | none | with `circuit`/`budget` naming a `static PerKey<..>`: which breaker or budget this call uses (a host, a partition, a tenant) |
 /// | `crate` | path | `::retry_kit` | where the generated code finds the runtime |
 ///

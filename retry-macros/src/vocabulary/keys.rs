@@ -329,7 +329,7 @@ pub(crate) const KEYS: &[Key] = &[
         doc: [
             "duration string",
             "none",
-            "async and `idempotent` only: if an attempt has not answered after this long, start the next beside it (up to `attempts` in all); the first success wins, the others are dropped; a retryable failure starts the next at once",
+            "async and `idempotent` only: if an attempt has not answered after this long, start the next beside it (up to `attempts` in all; `\"0ms\"` starts them all at once); the first success wins, the others are dropped; a retryable failure starts the next at once, as gRPC's hedging does (`backoff`, `base` and `jitter` then pace only `retry_if` polls; a retry-after is waited out)",
         ],
     },
     Key {

@@ -91,8 +91,11 @@ impl std::error::Error for HedgeNotIdempotent {}
 ///   it, as they would a retry: gRPC throttles hedges with the same tokens);
 /// - the first success is the call's result, and the attempts still running are dropped
 ///   (cancelled): their breaker permits are released as neither success nor failure;
-/// - a retryable failure starts the next attempt at once (after its retry-after, if it gave
-///   one), not after a backoff: the running attempts have already waited;
+/// - a retryable failure starts the next attempt at once, not after a backoff, as gRPC's
+///   hedging sends the next hedge on a non-fatal status: a hedged call's pace is the hedge
+///   delay. A retry-after is waited out (and while one is, no attempt starts sooner, whatever
+///   another attempt's failure says); a value `retry_if` flags is an answer, not a failure,
+///   and the next poll waits the policy's backoff as in a sequential call;
 /// - a failure that stops the call (permanent, "already done") ends it at once, as in gRPC,
 ///   where a fatal status commits the call; a stop for any other reason (attempts used up, the
 ///   budget, the breaker, the deadline) only means no new attempt: the call waits for the
