@@ -116,7 +116,11 @@ fn hedge(args: &Args, sig: &syn::Signature, is_async: bool, key: &syn::Ident, er
     ) {
         errors.at(
             key,
-            "`hedge` runs the operation more than once at the same time, which is only safe for an idempotent one: declare it with `idempotent`",
+            if args.get("policy").is_some() {
+                "`hedge` runs the operation more than once at the same time, which is only safe for an idempotent one: declare it with `idempotent` beside `policy = ..` (the attribute cannot read the policy's own flag when it expands)"
+            } else {
+                "`hedge` runs the operation more than once at the same time, which is only safe for an idempotent one: declare it with `idempotent`"
+            },
         );
     }
     for arg in &sig.inputs {
