@@ -60,12 +60,13 @@ impl<T: Template, const N: usize> PerKey<T, N> {
     /// place remembered.
     #[inline]
     pub fn get_hashed(&self, key: &HashedKey) -> Lease<'_, T> {
-        let place = key.place.load(Ordering::Relaxed) as usize;
-        if let Some(slot) = self.slots.get(place) {
-            if slot.hash.load(Ordering::Acquire) == key.hash {
-                if let Some((lease, _)) = self.hit(slot, key.hash) {
-                    return lease;
-                }
+        // Any place in range will do as a guess, since the place's hash is checked: taken
+        // modulo the table's size (a mask for the default 64) rather than bounds-checked.
+        let place = key.place.load(Ordering::Relaxed) as usize % N;
+        let slot = &self.slots[place];
+        if slot.hash.load(Ordering::Acquire) == key.hash {
+            if let Some((lease, _)) = self.hit(slot, key.hash) {
+                return lease;
             }
         }
         self.get_hashed_slow(key)
