@@ -289,6 +289,7 @@ fn saturating_digits(digits: &[u8]) -> u64 {
 /// (RFC 9110: GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or an `Idempotency-Key` header. The one
 /// rule the reqwest middleware and the tower HTTP layer share.
 #[cfg(any(feature = "reqwest-middleware", feature = "tower"))]
+#[inline]
 pub(crate) fn may_repeat(method: &::http::Method, headers: &HeaderMap) -> bool {
     use ::http::Method;
     matches!(
@@ -318,6 +319,7 @@ pub(crate) fn add_idempotency_key(method: &::http::Method, headers: &mut HeaderM
 /// `PATCH` first gets an `Idempotency-Key`; then a request that [`may_repeat`] is retried as
 /// idempotent.
 #[cfg(any(feature = "reqwest-middleware", feature = "tower"))]
+#[inline]
 pub(crate) fn request_policy(
     policy: crate::RetryPolicy,
     add_keys: bool,
