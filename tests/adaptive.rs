@@ -343,3 +343,28 @@ fn nested_once_defers_to_the_outer_call_by_the_tuned_attempts() {
     assert_eq!(slept, [Duration::from_secs(2); 5]);
     assert_eq!(nexts().len(), 6);
 }
+
+static SPAWNED_POLICY: AdaptivePolicy = AdaptivePolicy::new(&[outage]);
+static SPAWNED_BREAKER: retry_kit::CircuitBreaker =
+    retry_kit::CircuitBreaker::new(5, Duration::from_secs(10));
+static SPAWNED_RETRY: retry_kit::RetryPolicy = retry_kit::RetryPolicy::new();
+
+/// A builder's call with an adaptive policy, awaited inside an `async` block that is spawned
+/// (regression: "implementation of `AdaptiveKind` is not general enough", from an impl for
+/// `&'a (dyn Adapt + 'a)` only).
+#[tokio::test(start_paused = true)]
+async fn a_builder_call_with_an_adaptive_policy_can_be_spawned_from_an_async_block() {
+    let task = tokio::spawn(async {
+        retry_kit::Retry::new(&SPAWNED_RETRY)
+            .adaptive(&SPAWNED_POLICY)
+            .circuit(&SPAWNED_BREAKER)
+            .call_async(|| async { Ok::<_, std::io::Error>(7) })
+            .await
+    });
+    assert_eq!(task.await.unwrap().unwrap(), 7);
+    assert_eq!(
+        SPAWNED_POLICY.stats().count,
+        1,
+        "the attempt is in the window"
+    );
+}

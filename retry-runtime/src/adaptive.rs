@@ -4,7 +4,8 @@
 //! (at most `N`, and none older than its `max_age`), and turns it into [`Stats`]: how many
 //! attempts, how many failed, and the 99th-percentile attempt latency. At the start of each call,
 //! its ordered [`Rule`]s map those statistics to an adjusted [`Tuning`] (attempts, first delay,
-//! multiplier), starting from the function's own policy; hard bounds then clamp the result.
+//! multiplier), starting from the function's own policy; hard bounds then clamp what the rules
+//! changed (a value they leave as the function declared it stays so).
 //!
 //! # Recording cost
 //!
@@ -340,20 +341,32 @@ impl<const N: usize> AdaptivePolicy<N> {
             .rules
             .iter()
             .fold(baseline, |tuning, rule| rule(&stats, tuning));
-        self.clamp(tuned)
+        self.clamp(baseline, tuned)
     }
 
-    fn clamp(&self, t: Tuning) -> Tuning {
+    /// Clamp what the rules changed of `declared` to the bounds; what they left as declared
+    /// stays so, inside the bounds or not (they bound adjustments, not the declaration).
+    fn clamp(&self, declared: Tuning, t: Tuning) -> Tuning {
         let (min_m, max_m) = self.multiplier;
         // `f64::clamp` keeps NaN; a rule's NaN means "no growth".
-        let multiplier = if t.multiplier.is_nan() {
+        let multiplier = if t.multiplier == declared.multiplier {
+            declared.multiplier
+        } else if t.multiplier.is_nan() {
             min_m
         } else {
             t.multiplier.clamp(min_m, max_m)
         };
         Tuning {
-            attempts: t.attempts.clamp(self.attempts.0, self.attempts.1),
-            base: t.base.clamp(self.base.0, self.base.1),
+            attempts: if t.attempts == declared.attempts {
+                declared.attempts
+            } else {
+                t.attempts.clamp(self.attempts.0, self.attempts.1)
+            },
+            base: if t.base == declared.base {
+                declared.base
+            } else {
+                t.base.clamp(self.base.0, self.base.1)
+            },
             multiplier,
         }
     }
@@ -481,6 +494,23 @@ mod tests {
         let s = P.stats();
         assert_eq!((s.count, s.failures), (3, 1));
         assert_eq!(s.p99_latency, Duration::from_millis(7));
+    }
+
+    /// Regression: a rule that changed nothing still clamped the declared 20 attempts to the
+    /// default bound of 10 once the window had samples.
+    #[test]
+    fn a_rule_that_changes_nothing_leaves_the_declaration_outside_the_bounds_as_it_is() {
+        fn unchanged(_: &Stats, t: Tuning) -> Tuning {
+            t
+        }
+        static P: AdaptivePolicy<10> = AdaptivePolicy::new(&[unchanged]).min_samples(1);
+        let declared = Tuning {
+            attempts: 20,
+            base: Duration::from_secs(300),
+            multiplier: 12.0,
+        };
+        P.record(false, Duration::ZERO);
+        assert_eq!(P.tune(declared), declared);
     }
 
     #[test]

@@ -194,7 +194,10 @@ impl AdaptiveKind for NoAdaptive {
     type Window<'p> = NoWindow;
 }
 
-impl AdaptiveKind for &dyn Adapt {
+// Two lifetimes, the reference's and the policy's: with one (`&'a (dyn Adapt + 'a)`), a
+// builder's future with an adaptive policy could not be spawned from an `async` block (the
+// compiler asks for the impl for any two lifetimes when it proves such a future `Send`).
+impl<'a, 'b> AdaptiveKind for &'a (dyn Adapt + 'b) {
     type Window<'p> = Adapted<'p>;
 }
 
