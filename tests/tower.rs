@@ -265,3 +265,23 @@ async fn a_layer_made_from_a_cell_retries_each_call_by_the_policy_it_holds_then(
     );
     assert_eq!(seen.requests.lock().unwrap().len(), 2 + 4);
 }
+
+static SPAWNED_BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
+static SPAWNED_BUDGET: RetryBudget = RetryBudget::new(10, 0.5);
+
+/// A service layered with a `'static` breaker and budget, called inside an `async` block that
+/// is spawned (regression: "implementation of `ProtectionOf` is not general enough": the
+/// service's impls held for `&'static` only, and proving the block `Send` asks for any
+/// lifetime).
+#[tokio::test(start_paused = true)]
+async fn a_service_with_a_breaker_and_a_budget_can_be_called_in_a_spawned_async_block() {
+    let inner = Scripted::new(vec![Err(ApiError::Unavailable), Ok(4)]);
+    let seen = inner.seen.clone();
+    let mut service = RetryLayer::new(fixed(0, 3))
+        .circuit(&SPAWNED_BREAKER)
+        .budget(&SPAWNED_BUDGET)
+        .layer(inner);
+    let task = tokio::spawn(async move { ready_call(&mut service, "a").await });
+    assert_eq!(task.await.unwrap(), Ok(4));
+    assert_eq!(*seen.requests.lock().unwrap(), ["a", "a"]);
+}

@@ -94,7 +94,7 @@ pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
 pub use shared::{
     AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip,
-    HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, WithAdaptive,
+    HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, Static, WithAdaptive,
     WithBudget, WithCircuit, circuit_open,
 };
 pub use stop::{Failure, Next, StopReason, Verdict};

@@ -121,7 +121,7 @@ use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::retry::begin;
-use crate::run::shared::{CallState, IntoShared, WithBudget, WithCircuit};
+use crate::run::shared::{CallState, IntoShared, Static, WithBudget, WithCircuit};
 use crate::run::{AttemptTimeout, HoldsCircuitOpen, HoldsTimedOut, NoTimeout};
 use crate::run::{ByTrait, Classifier};
 use crate::run::{Hook, NoHook};
@@ -203,13 +203,13 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
     pub fn circuit(
         self,
         breaker: &'static CircuitBreaker,
-    ) -> RetryLayer<C, H, WithCircuit<S, &'static CircuitBreaker>, T>
+    ) -> RetryLayer<C, H, WithCircuit<S, Static<CircuitBreaker>>, T>
     where
         S: IntoShared,
     {
         RetryLayer {
             policy: self.policy,
-            retry: self.retry.circuit(breaker),
+            retry: (self.retry).map_protection(|s| s.into_shared().circuit(Static(breaker))),
         }
     }
 
@@ -217,13 +217,13 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
     pub fn budget(
         self,
         budget: &'static RetryBudget,
-    ) -> RetryLayer<C, H, WithBudget<S, &'static RetryBudget>, T>
+    ) -> RetryLayer<C, H, WithBudget<S, Static<RetryBudget>>, T>
     where
         S: IntoShared,
     {
         RetryLayer {
             policy: self.policy,
-            retry: self.retry.budget(budget),
+            retry: (self.retry).map_protection(|s| s.into_shared().budget(Static(budget))),
         }
     }
 

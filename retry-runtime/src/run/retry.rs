@@ -432,6 +432,22 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         rebuild!(self, protection: protection)
     }
 
+    /// The same builder with its protection mapped by `f`: how `tower::RetryLayer` sets a
+    /// `'static` breaker or budget as a [`Static`](super::Static) slot.
+    #[cfg(feature = "tower")]
+    pub(crate) fn map_protection<S2>(self, f: impl FnOnce(S) -> S2) -> Retry<'p, C, H, S2, T> {
+        let protection = f(self.protection);
+        Retry {
+            policy: self.policy,
+            classifier: self.classifier,
+            hook: self.hook,
+            protection,
+            timeout: self.timeout,
+            #[cfg(any(feature = "tracing", feature = "metrics"))]
+            name: self.name,
+        }
+    }
+
     /// The name for `tracing` events (without the feature, none is kept).
     #[inline(always)]
     pub(crate) fn name(&self) -> &'static str {

@@ -358,6 +358,46 @@ where
     }
 }
 
+/// A `'static` breaker or budget in a slot whose type has no lifetime: what `tower::RetryLayer`
+/// keeps. A service whose type holds `&'static CircuitBreaker` could not be awaited inside a
+/// spawned `async` block: proving that block `Send`, the compiler asks for the service's impls
+/// for any lifetime in place of `'static`, and those hold only for `'static`.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::run::{CircuitSlot, Static};
+/// use retry_kit::CircuitBreaker;
+/// use std::{io, time::Duration};
+///
+/// static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
+/// let slot = Static(&BREAKER);
+/// assert!(CircuitSlot::<io::Error>::slot(&slot).is_some());
+/// ```
+#[derive(Debug)]
+pub struct Static<T: ?Sized + 'static>(pub &'static T);
+
+impl<T: ?Sized> Clone for Static<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Static<T> {}
+
+impl<'p> BudgetSlot<'p> for Static<RetryBudget> {
+    #[inline]
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
+        Some(Lease::of(self.0))
+    }
+}
+
+impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Static<CircuitBreaker> {
+    #[inline]
+    fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
+        Some((Lease::of(self.0), E::from))
+    }
+}
+
 /// The breaker slot of a [`Retry`](super::Retry) builder without a breaker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoCircuit;

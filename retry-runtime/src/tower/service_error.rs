@@ -13,7 +13,7 @@ use crate::breaker::CircuitBreaker;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::run::{
     AdaptiveSlot, AttemptTimeout, BreakerWith, BudgetSlot, Conversion, Equip, NoCircuit, NoTimeout,
-    Shared, Unprotected,
+    Shared, Static, Unprotected,
 };
 #[cfg(doc)]
 use crate::run::{HoldsCircuitOpen, HoldsTimedOut};
@@ -97,7 +97,7 @@ where
     }
 }
 
-impl<E, B, A> ProtectionOf<E> for Shared<&'static CircuitBreaker, B, A>
+impl<E, B, A> ProtectionOf<E> for Shared<Static<CircuitBreaker>, B, A>
 where
     B: BudgetSlot<'static> + Send + Sync,
     A: AdaptiveSlot<'static> + Send + Sync,
@@ -107,6 +107,6 @@ where
 
     #[inline]
     fn equipped(&self, refused: Conversion<CircuitOpen, E>) -> Self::Equipped {
-        self.map_circuit(|breaker| (breaker, refused))
+        self.map_circuit(|Static(breaker)| (breaker, refused))
     }
 }
