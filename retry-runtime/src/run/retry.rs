@@ -225,8 +225,10 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         }
     }
 
-    /// Adjust attempts and delays by an adaptive policy, and record every attempt into its
-    /// window. See [`AdaptivePolicy`](crate::adaptive::AdaptivePolicy).
+    /// Adjust attempts and delays by an adaptive policy, and record every attempt that ends
+    /// (with an answer, an error, or a panic, counted as a failure) into its window; an attempt
+    /// cancelled before it ends (a dropped call, a hedge that lost) records nothing. See
+    /// [`AdaptivePolicy`](crate::adaptive::AdaptivePolicy).
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -297,6 +299,29 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// // A call that starts while it is open makes no attempt.
     /// let refused: Result<(), DnsError> = Retry::new(&policy).circuit(&DNS).call(|| Ok(()));
     /// assert!(matches!(refused, Err(DnsError::Open(_))));
+    /// ```
+    ///
+    /// A [`PerKey`](crate::PerKey) entry is given by reference to its lease, which lives as
+    /// long as the builder: look it up first (`let entry = HOSTS.get(key);`) or in the same
+    /// statement as the call. The call then uses the entry as it is when the call runs; the
+    /// lease's claim to its key is not kept (`#[retryable(key = ..)]` and the layers keep it,
+    /// so that a call whose entry the table gives to another key meanwhile records nothing):
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::{CircuitBreaker, PerKey, Retry, RetryPolicy};
+    /// use std::{io, time::Duration};
+    ///
+    /// static HOSTS: PerKey<CircuitBreaker> =
+    ///     PerKey::new(CircuitBreaker::new(1, Duration::from_secs(30)));
+    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(1);
+    /// let entry = HOSTS.get("a.example");
+    /// let _: io::Result<()> = Retry::new(&policy)
+    ///     .circuit(&entry)
+    ///     .call(|| Err(io::ErrorKind::ConnectionReset.into()));
+    /// // a.example's breaker opened; b.example's is its own.
+    /// assert!(HOSTS.get("a.example").try_acquire().is_err());
+    /// assert!(HOSTS.get("b.example").try_acquire().is_ok());
     /// ```
     pub fn circuit(
         self,
