@@ -123,6 +123,14 @@ fn hedge(args: &Args, sig: &syn::Signature, is_async: bool, key: &syn::Ident, er
             },
         );
     }
+    if let Some(attempts) = args.get("attempts") {
+        if matches!(attempts.value, Value::Count(1)) {
+            errors.at(
+                key,
+                "`hedge` with `attempts = 1` never starts a second attempt: the hedge would never fire; allow at least 2 attempts (every hedge is one), or drop `hedge`",
+            );
+        }
+    }
     for arg in &sig.inputs {
         let exclusive = match arg {
             syn::FnArg::Receiver(r) => match &r.kind {
