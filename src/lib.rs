@@ -6,6 +6,7 @@
 
 pub use retry_runtime::AdaptivePolicy;
 pub use retry_runtime::FreshPerAttempt;
+pub use retry_runtime::FreshPerHedgedAttempt;
 pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
 pub use retry_runtime::class;

@@ -29,6 +29,47 @@ impl<Name, T: Copy> FreshPerAttempt<Name> for T {
     }
 }
 
+/// [`FreshPerAttempt`] in a hedged function, whose attempts run side by side: none of them
+/// can take `&mut` of the argument, so the error's note offers only the copy in the body.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::{retryable, Classify};
+///
+/// #[derive(Debug, Classify)]
+/// #[classify(transient)]
+/// struct Busy;
+///
+/// // A `Copy` argument: each attempt, hedged or not, starts from the caller's value.
+/// #[retryable(attempts = 2, idempotent, hedge = "50ms")]
+/// async fn doubled(mut n: u32) -> Result<u32, Busy> {
+///     n *= 2;
+///     Ok(n)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// assert_eq!(doubled(3).await.unwrap(), 6);
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `mut` argument of `#[retryable]` must be `Copy`, and `{Self}` is not: each attempt starts from the caller's value, and that would need a clone",
+    label = "this `mut` argument is changed by the body, so every attempt needs its own copy",
+    note = "drop `mut` here and make the copy visible in the body: `let mut {Name} = {Name}.clone();` (a hedged function's attempts run side by side, so none of them can take `&mut {Self}`)"
+)]
+pub trait FreshPerHedgedAttempt<Name>: Sized {
+    /// A copy for one attempt.
+    fn fresh_copy(&self) -> Self;
+}
+
+#[diagnostic::do_not_recommend]
+impl<Name, T: Copy> FreshPerHedgedAttempt<Name> for T {
+    #[inline(always)]
+    fn fresh_copy(&self) -> Self {
+        *self
+    }
+}
+
 /// A fresh copy of a `mut` argument for one attempt.
 ///
 /// ```

@@ -91,7 +91,7 @@ pub use budget::{BudgetSettings, RetryBudget};
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use error::{CircuitOpen, TimedOut};
-pub use fresh::FreshPerAttempt;
+pub use fresh::{FreshPerAttempt, FreshPerHedgedAttempt};
 pub use io::io_kind_class;
 pub use per_key::PerKey;
 pub use policy::{Backoff, Jitter, Nested, RetryPolicy};

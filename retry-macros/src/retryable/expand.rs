@@ -134,7 +134,11 @@ fn expand(
         quote!(#krate::run::Call::new(#policy_ref, #needs_clock)),
     );
     let protection_setup = &protection.setup;
-    let prelude = fresh::prelude(bindings, &krate);
+    let prelude = fresh::prelude(
+        bindings,
+        &krate,
+        is_async && args.duration("hedge").is_some(),
+    );
     // A result that borrows (`Result<&T, E>`) is the usual cause of a borrow error between
     // attempts (a body returning a borrow of data it mutates): such errors then point at the
     // return type rather than at the attribute.

@@ -7,7 +7,7 @@
 
 use super::attr::Errors;
 use proc_macro2::TokenStream;
-use quote::quote_spanned;
+use quote::{quote, quote_spanned};
 use syn::{FnArg, Ident, Pat, Path, Signature, Token};
 
 /// A `mut` binding taken by value, whose `mut` moved into each attempt.
@@ -86,8 +86,14 @@ pub(crate) fn take_from_pattern(pat: &mut Pat, bindings: &mut Vec<Binding>, erro
     }
 }
 
-/// The statements that open every attempt: a fresh copy of each binding.
-pub(crate) fn prelude(bindings: &[Binding], krate: &Path) -> TokenStream {
+/// The statements that open every attempt: a fresh copy of each binding. `hedged`: the
+/// attempts run side by side, and a type that is not `Copy` gets a note without `&mut`.
+pub(crate) fn prelude(bindings: &[Binding], krate: &Path, hedged: bool) -> TokenStream {
+    let fresh = if hedged {
+        quote!(#krate::FreshPerHedgedAttempt)
+    } else {
+        quote!(#krate::FreshPerAttempt)
+    };
     let mut out = TokenStream::new();
     for Binding { ident, mutability } in bindings {
         // A type named after the argument (in the macro's own hygiene, so it meets no name of
@@ -98,7 +104,7 @@ pub(crate) fn prelude(bindings: &[Binding], krate: &Path) -> TokenStream {
         out.extend(quote_spanned!(ident.span()=>
             #[allow(non_camel_case_types, dead_code)]
             struct #name {}
-            let #mutability #ident = #krate::FreshPerAttempt::<#name>::fresh_copy(&#ident);
+            let #mutability #ident = #fresh::<#name>::fresh_copy(&#ident);
         ));
     }
     out
