@@ -788,3 +788,31 @@ async fn of_two_pending_retry_afters_the_later_one_decides() {
         [(1, Duration::ZERO), (2, 50 * MS), (3, 170 * MS)]
     );
 }
+
+/// Opens on the fourth consecutive failure.
+static FOUR_FAILURES: CircuitBreaker = CircuitBreaker::new(4, Duration::from_secs(10));
+
+#[retryable(attempts = 3, idempotent, hedge = "50ms", circuit = FOUR_FAILURES)]
+async fn read_counted(replica: &Replica) -> Result<u32, ReadError> {
+    replica.read().await
+}
+
+/// The admission a pending retry-after covers is released as neither success nor failure (no
+/// request went out with it): three failed attempts leave a four-failure breaker closed.
+#[tokio::test(start_paused = true)]
+async fn an_admission_a_pending_retry_after_covers_is_not_counted_by_the_breaker() {
+    let replica = Replica::new(vec![
+        (70, Err(ReadError::Unavailable)),
+        (10, Err(ReadError::Busy { wait: 30 * MS })),
+        (10, Err(ReadError::Unavailable)),
+    ]);
+    assert_eq!(read_counted(&replica).await, Err(ReadError::Unavailable));
+    assert_eq!(
+        replica.started(),
+        [(1, Duration::ZERO), (2, 50 * MS), (3, 90 * MS)]
+    );
+    assert_eq!(FOUR_FAILURES.state(), CircuitState::Closed);
+    // One more failure opens it: exactly three were counted.
+    FOUR_FAILURES.try_acquire().unwrap().failed();
+    assert_eq!(FOUR_FAILURES.state(), CircuitState::Open);
+}

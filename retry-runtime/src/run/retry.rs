@@ -461,16 +461,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// `'static` breaker or budget as a [`Static`](super::Static) slot.
     #[cfg(feature = "tower")]
     pub(crate) fn map_protection<S2>(self, f: impl FnOnce(S) -> S2) -> Retry<'p, C, H, S2, T> {
-        let protection = f(self.protection);
-        Retry {
-            policy: self.policy,
-            classifier: self.classifier,
-            hook: self.hook,
-            protection,
-            timeout: self.timeout,
-            #[cfg(any(feature = "tracing", feature = "metrics"))]
-            name: self.name,
-        }
+        rebuild!(self, protection: f(self.protection))
     }
 
     /// The name for `tracing` events (without the feature, none is kept).
