@@ -125,6 +125,35 @@ fn a_budget_keeps_its_share_of_tokens_at_the_new_size() {
     assert_eq!(full.tokens(), 3.0);
 }
 
+/// Regression: a budget drained to 0, turned off (`max_tokens = 0`, retries off during an
+/// incident) and turned back on held a full bucket, granting a burst of retries to the
+/// dependency that had just failed. A bucket of 0 is empty, and stays empty when given a size.
+#[test]
+fn a_budget_turned_off_and_on_again_comes_back_empty_not_full() {
+    let budget = RetryBudget::new(10, 0.5);
+    for _ in 0..10 {
+        budget.record_failure();
+    }
+    budget.set_settings(BudgetSettings::new(0, 0.5));
+    assert!(!budget.allows_retry());
+    budget.set_settings(BudgetSettings::new(10, 0.5));
+    assert_eq!(budget.tokens(), 0.0, "an empty one stays empty");
+    assert!(!budget.allows_retry());
+    // Successes refill it as before: 12 of them at 0.5 put back 6 tokens, above half.
+    for _ in 0..12 {
+        budget.record_success();
+    }
+    assert_eq!(budget.tokens(), 6.0);
+    assert!(budget.allows_retry());
+
+    // Turned off while full: the size-0 bucket held nothing either.
+    let full = RetryBudget::new(10, 0.5);
+    full.set_settings(BudgetSettings::new(0, 0.5));
+    assert_eq!(full.tokens(), 0.0);
+    full.set_settings(BudgetSettings::new(10, 0.5));
+    assert_eq!(full.tokens(), 0.0);
+}
+
 /// Two threads call through a breaker and a budget while the test thread switches their
 /// settings between two sets as fast as it can: every read of the settings is one set whole,
 /// the closed breaker's successes never open it, and the bucket never reports more than its size.

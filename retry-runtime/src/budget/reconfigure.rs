@@ -89,6 +89,11 @@ impl RetryBudget {
     /// a budget 60 % full stays 60 % full at the new `max_tokens` (an empty one stays empty, a
     /// full one full), so a reload neither grants a burst of retries nor takes them away.
     ///
+    /// A bucket of 0 (`max_tokens = 0`: retries turned off, say during an incident) holds
+    /// nothing, so it is empty: given a size again, it starts empty and successes refill it.
+    /// Retries come back as the dependency proves healthy, never as a burst on the first
+    /// reload after the incident.
+    ///
     /// A success refunded by another thread at the moment of the change may leave the bucket
     /// up to one refund above the new size until the next failure; [`tokens`](Self::tokens)
     /// never reports more than `max_tokens`.
@@ -109,10 +114,10 @@ impl RetryBudget {
     }
 }
 
-/// `tokens` out of `from`, as the same share of `to` (a bucket of 0 counts as full).
+/// `tokens` out of `from`, as the same share of `to` (a bucket of 0 is empty: it holds nothing).
 fn scale(tokens: u64, from: u64, to: u64) -> u64 {
     if from == 0 {
-        return to;
+        return 0;
     }
     let scaled = u128::from(tokens.min(from)) * u128::from(to) / u128::from(from);
     // `scaled <= to`, a `u64`.
@@ -132,10 +137,12 @@ impl RetryBudget {
     /// assert_eq!((status.tokens, status.allows_retry), (3.0, true));
     /// ```
     pub fn status(&self) -> BudgetStatus {
+        // The key and the tokens read together (see `CircuitBreaker::status`).
+        let (key, tokens) = self.tenancy.read(|key| (key, self.raw_tokens()));
         status_of(
             self.label(),
-            self.key().map(|key| key.to_string()),
-            self.raw_tokens(),
+            key.map(|key| key.to_string()),
+            tokens,
             self.settings(),
         )
     }
@@ -168,7 +175,7 @@ mod tests {
         assert_eq!(scale(6, 10, 20), 12);
         assert_eq!(scale(0, 10, 20), 0);
         assert_eq!(scale(10, 10, 3), 3);
-        assert_eq!(scale(0, 0, 7), 7);
+        assert_eq!(scale(0, 0, 7), 0, "a bucket of 0 is empty");
         assert_eq!(scale(u64::MAX, u64::MAX, u64::MAX), u64::MAX);
         assert_eq!(
             scale(15, 10, 20),
