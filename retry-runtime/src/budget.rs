@@ -154,9 +154,10 @@ impl RetryBudget {
     /// charge and refund nothing from now on, and it starts full, labelled `key`. Called with
     /// the table's insertion lock held.
     pub(crate) fn recycle(&self, key: Option<Box<str>>) {
-        self.tenancy.end(key);
-        self.tokens
-            .store(self.settings.word(MAX), Ordering::Relaxed);
+        self.tenancy.end(key, || {
+            self.tokens
+                .store(self.settings.word(MAX), Ordering::Relaxed);
+        });
         self.publish();
     }
 

@@ -119,10 +119,14 @@ impl Tenancy {
     }
 
     /// End the current tenancy and start the one of `key`: from now on, writes under the old
-    /// one are refused; returns once the writes already let in are done, so that the caller may
-    /// clear the counters for the next key. Called with the table's insertion lock held, never
-    /// inside a write.
-    pub(crate) fn end(&self, key: Option<Box<str>>) {
+    /// one are refused; once the writes already let in are done, `reset` clears the counters
+    /// for the next key, and the entry takes `key`'s label. Called with the table's insertion
+    /// lock held, never inside a write.
+    ///
+    /// The reset and the new label are made together under the label's lock, which
+    /// [`read`](Self::read) takes too: a snapshot sees the old key with the old state or the
+    /// new key with fresh state, never the new key beside the state of the key it replaced.
+    pub(crate) fn end(&self, key: Option<Box<str>>, reset: impl FnOnce()) {
         self.count.fetch_add(1, Ordering::AcqRel);
         let mut turn = 0u32;
         while self.writers.load(Ordering::Acquire) != 0 {
@@ -130,8 +134,17 @@ impl Tenancy {
             turn = turn.saturating_add(1);
         }
         // The load that saw no writer left read the last writer's release decrement (the
-        // decrements form one release sequence): every write let in happens before what the
-        // caller does next.
-        *self.label() = key.map(Arc::from);
+        // decrements form one release sequence): every write let in happens before the reset.
+        let mut label = self.label();
+        reset();
+        *label = key.map(Arc::from);
+    }
+
+    /// `f` of the key this serves and what `f` reads of the state, with no reset for another
+    /// key in between (see [`end`](Self::end)): how the registry lists a `PerKey` entry. A
+    /// slow path: it takes the label's lock.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(Option<Arc<str>>) -> R) -> R {
+        let label = self.label();
+        f(label.clone())
     }
 }

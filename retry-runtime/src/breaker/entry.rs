@@ -11,24 +11,25 @@ impl CircuitBreaker {
     /// Probes still running keep their slots until they end (so the dependency never sees more
     /// than `half_open_max` at once). Called with the table's insertion lock held.
     pub(crate) fn recycle(&self, key: Option<Box<str>>) {
-        self.tenancy.end(key);
-        let _ = self
-            .state
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
-                let w = Word::unpack(cur);
-                Some(
-                    Word {
-                        phase: CircuitState::Closed,
-                        generation: w.next_generation(),
-                        in_flight: w.in_flight,
-                        successes: 0,
-                    }
-                    .pack(),
-                )
-            });
-        self.failures.store(0, Ordering::Relaxed);
-        self.clear_window();
-        self.open_until.store(0, Ordering::Relaxed);
+        self.tenancy.end(key, || {
+            let _ = self
+                .state
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                    let w = Word::unpack(cur);
+                    Some(
+                        Word {
+                            phase: CircuitState::Closed,
+                            generation: w.next_generation(),
+                            in_flight: w.in_flight,
+                            successes: 0,
+                        }
+                        .pack(),
+                    )
+                });
+            self.failures.store(0, Ordering::Relaxed);
+            self.clear_window();
+            self.open_until.store(0, Ordering::Relaxed);
+        });
     }
 
     /// Label this `PerKey` entry with `key` if it still serves the key a lease taken under

@@ -51,10 +51,12 @@ impl CircuitBreaker {
     /// assert_eq!((status.name, status.state, status.retry_after), (Some("db"), CircuitState::Closed, None));
     /// ```
     pub fn status(&self) -> BreakerStatus {
-        let [word, until] = self.raw_state();
+        // The key and the state read together: a `PerKey` entry given to another key meanwhile
+        // is listed under the key whose state it shows.
+        let (key, [word, until]) = self.tenancy.read(|key| (key, self.raw_state()));
         status_of(
             self.label(),
-            self.key().map(|key| key.to_string()),
+            key.map(|key| key.to_string()),
             word,
             // Kept bit for bit.
             until as i64,
