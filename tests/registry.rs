@@ -292,3 +292,31 @@ fn a_key_without_display_is_listed_by_its_debug_text() {
         .collect();
     assert_eq!(listed, [(Some("Tenant(7)".to_owned()), 9.0)]);
 }
+
+static BY_GET: retry_kit::PerKey<RetryBudget, 4> =
+    retry_kit::PerKey::new(RetryBudget::new(10, 0.1).name("registry-by-get"));
+
+/// Regression: an entry reached only through `PerKey::get` (an admin endpoint, a hand-written
+/// loop) was listed with no key. It is listed by the key's text: a string as written, any
+/// other key by its `Debug` text.
+#[test]
+fn an_entry_reached_only_by_get_is_listed_with_its_key() {
+    BY_GET.get("billing.internal:443").record_failure();
+    BY_GET.get(&Tenant(9)).record_failure();
+    BY_GET.get(&("eu", 3)).record_failure();
+    let mut listed: Vec<_> = registry::snapshot()
+        .budgets
+        .into_iter()
+        .filter(|b| b.name == Some("registry-by-get"))
+        .map(|b| b.key)
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            Some("(\"eu\", 3)".to_owned()),
+            Some("Tenant(9)".to_owned()),
+            Some("billing.internal:443".to_owned()),
+        ]
+    );
+}

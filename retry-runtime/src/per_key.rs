@@ -221,8 +221,13 @@ impl<T: Template, const N: usize> PerKey<T, N> {
     ///
     /// The value stays the key's while the key keeps its place; a value read later may have
     /// been given to another key since (the [`Lease`] says).
-    pub fn get<K: Hash + ?Sized>(&self, key: &K) -> Lease<'_, T> {
-        self.lease(hash_of(key), || None)
+    ///
+    /// A new entry is labelled with the key's `Debug` text (a string's without its quotes,
+    /// so `get("api.example:443")` is listed as `api.example:443`, as the layers list a
+    /// host): what [`registry::snapshot`](crate::registry::snapshot), the metrics and
+    /// [`CircuitBreaker::key`] show. The text is made only when the entry is.
+    pub fn get<K: Hash + fmt::Debug + ?Sized>(&self, key: &K) -> Lease<'_, T> {
+        self.lease(hash_of(key), || Some(debug_label(key)))
     }
 
     /// The value for the key whose hash is `hash`; a new entry is labelled with what `label`
@@ -558,6 +563,18 @@ pub trait KeyViaNothing {
 impl<K: ?Sized> KeyViaNothing for KeyText<'_, K> {
     fn text(&self) -> Option<Box<str>> {
         None
+    }
+}
+
+/// A key's `Debug` text as its label: a string's without its quotes and escapes (the text
+/// `Display` would give), anything else as `Debug` writes it (`Tenant(7)`, `("eu", 3)`).
+pub(crate) fn debug_label<K: fmt::Debug + ?Sized>(key: &K) -> Box<str> {
+    let text = format!("{key:?}");
+    // A string's `Debug` is its text in quotes, with `\` before a quote or a backslash and
+    // other escapes for control characters. Unquoted only when nothing inside is escaped.
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) if !inner.contains(['"', '\\']) => inner.into(),
+        _ => text.into_boxed_str(),
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`HashedKey`]: a key hashed once, for a caller that makes many calls with it.
 
-use super::{Lease, PerKey, Template, hash_of, stored};
+use super::{Lease, PerKey, Template, debug_label, hash_of, stored};
 use crate::sync::{AtomicU32, Ordering};
 use std::fmt;
 use std::hash::Hash;
@@ -33,16 +33,20 @@ use std::hash::Hash;
 /// ```
 pub struct HashedKey {
     hash: u64,
+    /// What a new entry for the key is labelled with (see [`PerKey::get`]).
+    label: Box<str>,
     /// Where the entry was last found (`u32::MAX`: not looked up yet). A hint, checked against
     /// the place's hash on every use.
     place: AtomicU32,
 }
 
 impl HashedKey {
-    /// `key`, hashed as [`PerKey::get`] hashes it.
-    pub fn new<K: Hash + ?Sized>(key: &K) -> Self {
+    /// `key`, hashed as [`PerKey::get`] hashes it, and its label for an entry made for it
+    /// (its `Debug` text, as `get` labels one).
+    pub fn new<K: Hash + fmt::Debug + ?Sized>(key: &K) -> Self {
         HashedKey {
             hash: stored(hash_of(key)),
+            label: debug_label(key),
             place: AtomicU32::new(u32::MAX),
         }
     }
@@ -50,7 +54,9 @@ impl HashedKey {
 
 impl fmt::Debug for HashedKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HashedKey").finish_non_exhaustive()
+        f.debug_struct("HashedKey")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
     }
 }
 
@@ -74,7 +80,7 @@ impl<T: Template, const N: usize> PerKey<T, N> {
 
     #[cold]
     fn get_hashed_slow(&self, key: &HashedKey) -> Lease<'_, T> {
-        let lease = self.lease(key.hash, || None);
+        let lease = self.lease(key.hash, || Some(key.label.clone()));
         let fits = |place: usize| self.slots[place].hash.load(Ordering::Acquire) == key.hash;
         let place = self
             .index
