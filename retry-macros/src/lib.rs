@@ -20,7 +20,7 @@ mod vocabulary;
 /// | --- | --- | --- | --- |
 /// | `attempts` | integer >= 1 | 3 | total attempts, the first included |
 /// | `backoff` | `"exponential"`, `"fixed"`, `"linear"` | `"exponential"` | delay shape |
-/// | `base` | duration string (`"250ms"`, `"1.5s"`, `"2m"`, `"1h"`, `"500us"`) | `"100ms"` | first delay / step |
+/// | `base` | duration string (`"250ms"`, `"1.5s"`, `"2m"`, `"1h"`, `"500us"`, `"1m30s"`) | `"100ms"` | first delay / step |
 /// | `multiplier` | number > 1 | 2.0 | exponential growth factor |
 /// | `max_delay` | duration string | `"30s"` | cap on any one delay |
 /// | `jitter` | `"none"`, `"full"`, `"equal"`, `"decorrelated"` | `"full"`; `"none"` with `backoff = "fixed"` | randomisation (a fixed backoff waits its fixed delay unless jitter is asked for) |

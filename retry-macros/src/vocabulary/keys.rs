@@ -90,7 +90,7 @@ pub(crate) const KEYS: &[Key] = &[
         excludes: &[],
         instead: "",
         doc: [
-            "duration string (`\"250ms\"`, `\"1.5s\"`, `\"2m\"`, `\"1h\"`, `\"500us\"`)",
+            "duration string (`\"250ms\"`, `\"1.5s\"`, `\"2m\"`, `\"1h\"`, `\"500us\"`, `\"1m30s\"`)",
             "`\"100ms\"`",
             "first delay / step",
         ],
