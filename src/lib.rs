@@ -37,7 +37,8 @@ pub use retry_runtime::tonic;
 pub use retry_runtime::tower;
 pub use retry_runtime::{
     Attempt, Backoff, CircuitOpen, ErrorClass, Failure, HedgeNotIdempotent, IdempotencyKey, Jitter,
-    Nested, Next, Rejected, Retry, RetryPolicy, StopReason, TimedOut, current_attempt, testing,
+    Nested, Next, PolicySettings, Rejected, Retry, RetryPolicy, StopReason, TimedOut,
+    current_attempt, testing,
 };
 pub use retry_runtime::{BreakerSettings, BudgetSettings, FailureRatio, registry};
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};

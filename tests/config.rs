@@ -348,3 +348,103 @@ fn a_reload_replaces_policy_breaker_and_budget_settings_keeping_their_state() {
         assert_eq!(SEARCH.max_tokens(), 20);
     });
 }
+
+/// Regression: `"deadline": null` was refused, so a layered configuration (a base file with a
+/// deadline, an override without) could not clear one. `null` is the key's default, as if the
+/// key were absent: no deadline, the jitter the backoff chooses, 3 attempts.
+#[test]
+fn null_puts_a_key_back_to_its_default_so_a_layer_can_clear_a_deadline() {
+    let policy = json(r#"{"deadline": null, "attempts": 5}"#).unwrap();
+    assert_eq!(policy.settings().deadline, None);
+    assert_eq!(policy.settings().attempts, 5);
+    let cleared = json(
+        r#"{"backoff": "fixed", "jitter": "full", "attempts": 4, "deadline": "30s",
+            "jitter": null}"#,
+    );
+    assert!(cleared.unwrap_err().contains("duplicate key `jitter`"));
+    let cleared = json(r#"{"backoff": "fixed", "jitter": null, "attempts": null}"#).unwrap();
+    assert_eq!(cleared, RetryPolicy::fixed(MS(100)));
+    assert_eq!(
+        cleared.settings().jitter,
+        Jitter::None,
+        "a fixed backoff's own jitter"
+    );
+
+    let breaker: BreakerSettings = serde_json::from_str(
+        r#"{"failure_threshold": 3, "open_for": "10s", "failure_ratio": null, "half_open_max": null}"#,
+    )
+    .unwrap();
+    assert_eq!(breaker, BreakerSettings::new(3, S(10)));
+    let missing = serde_json::from_str::<BreakerSettings>(
+        r#"{"failure_threshold": null, "open_for": "10s"}"#,
+    );
+    assert!(
+        missing
+            .unwrap_err()
+            .to_string()
+            .contains("failure_threshold")
+    );
+}
+
+/// Regression: `"1m30s"` was refused, and `1μs` written with U+03BC (the Greek letter mu, what
+/// many keyboards type) was refused where `1µs` (U+00B5, the micro sign) parsed. Both are read
+/// in files as in the attribute.
+#[test]
+fn compound_durations_and_both_micro_signs_are_read() {
+    let policy = json(r#"{"base": "1m30s", "max_delay": "1h 30m", "deadline": "2h0m1s"}"#).unwrap();
+    let settings = policy.settings();
+    assert_eq!((settings.base, settings.max_delay), (S(90), S(5400)));
+    assert_eq!(settings.deadline, Some(S(7201)));
+    for micro in ["250\u{b5}s", "250\u{3bc}s", "250us"] {
+        let policy = json(&format!(r#"{{"base": "{micro}"}}"#)).unwrap();
+        assert_eq!(
+            policy.settings().base,
+            Duration::from_micros(250),
+            "{micro}"
+        );
+    }
+    let wrong_order = json(r#"{"base": "30s1m"}"#).unwrap_err();
+    assert!(wrong_order.contains("largest unit down"), "{wrong_order}");
+    // Written back in one unit, which reads back the same.
+    let text = serde_json::to_string(&json(r#"{"base": "1m30s"}"#).unwrap()).unwrap();
+    assert!(text.contains(r#""base":"90s""#), "{text}");
+}
+
+#[retryable(
+    base = "1m30s",
+    max_delay = "2m 30s",
+    attempts = 3,
+    jitter = "none",
+    backoff = "linear"
+)]
+fn compound() -> Result<(), Busy> {
+    Err(Busy)
+}
+
+#[test]
+fn the_attribute_reads_compound_durations_too() {
+    let (_, slept) = testing::record_sleeps(compound);
+    assert_eq!(slept, [S(90), S(150)]);
+}
+
+/// Regression: the getters were named unlike the keys (`max_attempts()` for `attempts`,
+/// `base_delay()` for `base`, `delay_cap()` for `max_delay`). `settings()` reads a policy back
+/// under the keys' own names, as a file wrote them.
+#[test]
+fn settings_read_a_policy_back_under_the_keys_names() {
+    let policy = json(
+        r#"{"attempts": 5, "backoff": "linear", "base": "250ms", "max_delay": "10s",
+            "jitter": "equal", "deadline": "30s", "idempotent": true, "nested": "once"}"#,
+    )
+    .unwrap();
+    let s = policy.settings();
+    assert_eq!(
+        (s.attempts, s.backoff, s.base, s.max_delay, s.jitter),
+        (5, Backoff::Linear, MS(250), S(10), Jitter::Equal)
+    );
+    assert_eq!(
+        (s.deadline, s.idempotent, s.nested),
+        (Some(S(30)), true, Nested::Once)
+    );
+    assert_eq!(RetryPolicy::new().settings().multiplier, 2.0);
+}

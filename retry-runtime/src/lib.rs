@@ -94,7 +94,7 @@ pub use error::{CircuitOpen, TimedOut};
 pub use fresh::{FreshPerAttempt, FreshPerHedgedAttempt};
 pub use io::io_kind_class;
 pub use per_key::PerKey;
-pub use policy::{Backoff, Jitter, Nested, RetryPolicy};
+pub use policy::{Backoff, Jitter, Nested, PolicySettings, RetryPolicy};
 pub use policy_cell::PolicyCell;
 pub use run::{AsBreaker, AsBudget};
 pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
@@ -107,5 +107,7 @@ pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
 pub mod __private {
     pub use crate::observe::{DisplayProbe, ViaDisplay, ViaNothing};
     pub use crate::per_key::{KeyText, KeyViaDebug, KeyViaDisplay, KeyViaNothing};
-    pub use crate::run::call_policy::{PolicyProbe, PolicyViaAsPolicy, PolicyViaNothing};
+    pub use crate::run::call_policy::{
+        PolicyProbe, PolicyViaAsPolicy, PolicyViaNothing, lives_for_ever,
+    };
 }

@@ -5,6 +5,10 @@
 
 use std::time::Duration;
 
+mod settings;
+
+pub use settings::PolicySettings;
+
 /// The shape of the delay after the k-th failed attempt (k counts from 1), before jitter.
 ///
 /// | shape | delay after attempt k |

@@ -108,8 +108,12 @@ impl<'de> Visitor<'de> for PolicyVisitor {
     }
 }
 
-/// `policy` with `key` set to `value`, by the builder method of the key's name.
+/// `policy` with `key` set to `value`, by the builder method of the key's name; `null` puts
+/// the key back to its default, as if it were absent.
 fn set(policy: RetryPolicy, key: &Key, value: &Value) -> Result<RetryPolicy, String> {
+    if let Value::Null = value {
+        return Ok(unset(policy, key.name));
+    }
     Ok(match key.name {
         "attempts" => policy.attempts(count(key, value)?),
         "backoff" => policy.backoff(word(key, value)?),
@@ -122,6 +126,28 @@ fn set(policy: RetryPolicy, key: &Key, value: &Value) -> Result<RetryPolicy, Str
         "nested" => policy.nested(word(key, value)?),
         other => return Err(format!("`{other}` is not a setting of a policy")),
     })
+}
+
+/// `policy` with the setting `name` at the attribute's default: no deadline, a jitter chosen
+/// by the backoff shape again, ...
+fn unset(mut policy: RetryPolicy, name: &str) -> RetryPolicy {
+    let default = RetryPolicy::new();
+    match name {
+        "attempts" => policy.attempts = default.attempts,
+        "backoff" => policy = policy.backoff(default.backoff),
+        "base" => policy.base = default.base,
+        "multiplier" => policy.multiplier = default.multiplier,
+        "max_delay" => policy.max_delay = default.max_delay,
+        "jitter" => {
+            policy.jitter_given = false;
+            policy = policy.backoff(policy.backoff);
+        }
+        "idempotent" => policy.idempotent = default.idempotent,
+        "deadline" => policy.deadline = None,
+        "nested" => policy.nested = default.nested,
+        _ => {}
+    }
+    policy
 }
 
 fn count(key: &Key, value: &Value) -> Result<u32, String> {

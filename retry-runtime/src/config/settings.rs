@@ -219,18 +219,20 @@ impl<'de> Visitor<'de> for BreakerVisitor {
             (None, None, None, None, None);
         read_keys(map, WHAT, &names(BREAKER), |name, map| {
             let field = field(BREAKER, name);
+            // `null` is the key's default, as if it were absent (a layered configuration
+            // clearing what a lower layer set): no failure-ratio rule, one probe, ...
             if name == "failure_ratio" {
-                ratio = Some(map.next_value::<FailureRatio>()?);
+                ratio = map.next_value::<Option<FailureRatio>>()?;
                 return Ok(());
             }
-            let whole = |value: Value| field.whole(&value);
+            let whole = |value: Value| unless_null(value, |v| field.whole(&v));
             match name {
-                "failure_threshold" => threshold = Some(map.next_value_seed(Checked(whole))?),
-                "success_threshold" => successes = Some(map.next_value_seed(Checked(whole))?),
-                "half_open_max" => probes = Some(map.next_value_seed(Checked(whole))?),
+                "failure_threshold" => threshold = map.next_value_seed(Checked(whole))?,
+                "success_threshold" => successes = map.next_value_seed(Checked(whole))?,
+                "half_open_max" => probes = map.next_value_seed(Checked(whole))?,
                 _ => {
-                    let duration = |value: Value| field.duration(&value);
-                    open_for = Some(map.next_value_seed(Checked(duration))?);
+                    let duration = |value: Value| unless_null(value, |v| field.duration(&v));
+                    open_for = map.next_value_seed(Checked(duration))?;
                 }
             }
             Ok(())
@@ -244,6 +246,17 @@ impl<'de> Visitor<'de> for BreakerVisitor {
             settings = settings.failure_ratio(r.ratio, r.window, r.min_calls);
         }
         Ok(settings)
+    }
+}
+
+/// `None` for `null` (the key's default), else what `read` makes of the value.
+fn unless_null<T>(
+    value: Value,
+    read: impl FnOnce(Value) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    match value {
+        Value::Null => Ok(None),
+        value => read(value).map(Some),
     }
 }
 

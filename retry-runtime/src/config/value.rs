@@ -13,7 +13,10 @@ pub(crate) enum Value {
     Int(i128),
     Float(f64),
     Text(String),
-    /// A table, a list or nothing: never what a scalar key takes.
+    /// Nothing (JSON's `null`, YAML's `~`): the key's default, as if it were absent, so that a
+    /// layered configuration can clear what a lower layer set (`"deadline": null`).
+    Null,
+    /// A table or a list: never what a scalar key takes.
     Other,
 }
 
@@ -96,10 +99,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Text(v))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Other)
+        Ok(Value::Null)
     }
     fn visit_none<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Other)
+        Ok(Value::Null)
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(ValueVisitor)
