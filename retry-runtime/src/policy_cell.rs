@@ -43,6 +43,13 @@ use std::time::Duration;
 /// assert_eq!(slept, [Duration::from_millis(50); 2]);
 /// ```
 ///
+/// A cell is a `static`, never a `const`: a `const` is a new cell wherever it is named, so a
+/// [`set`](Self::set) would change a copy no call reads. `#[retryable(policy = CELL)]` and the
+/// layers' `from_cell(&CELL)` refuse a `const` cell at compile time ("temporary value dropped
+/// while borrowed ... argument requires that borrow lasts for `'static`": declare it
+/// `static`). A cell made at run time, one per downstream read from a configuration, is shared
+/// in an `Arc`.
+///
 /// # How it is read
 ///
 /// The policy is kept as eight atomic words behind a sequence number (a seqlock): a read loads

@@ -45,8 +45,19 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
             (&#krate::__private::PolicyProbe(#source)).snapshot()
         }};
         let borrow = quote!(::core::borrow::Borrow::<#krate::RetryPolicy>::borrow);
+        // A path in capitals names a `static` or a `const`: a `static PolicyCell` is what a
+        // reload reaches, a `const` one is a new cell at every use, which no reload ever
+        // reaches. Borrowing it for `'static` refuses the `const` (a `const` policy is promoted
+        // and passes).
+        let for_ever = if names_an_item(expr) {
+            let lives = quote_spanned!(span=> #krate::__private::lives_for_ever);
+            quote!(#lives(&#expr);)
+        } else {
+            TokenStream::new()
+        };
         let setup = if overrides.is_empty() {
             quote! {
+                #for_ever
                 let #source = &(#expr);
                 #expect(#source);
                 let #value = #snapshot;
@@ -56,6 +67,7 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
             // future would carry it across every await).
             quote! {
                 let #value: #krate::RetryPolicy = {
+                    #for_ever
                     let #source = &(#expr);
                     #expect(#source);
                     (*#borrow(&#snapshot)) #overrides
@@ -104,6 +116,24 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
         },
         quote!(#name),
     )
+}
+
+/// Whether `expr` is a path to a `static` or a `const` by Rust's naming (its last segment in
+/// capitals, such as `POLICY` or `config::RELOADED`), outside a generic `Self`.
+fn names_an_item(expr: &syn::Expr) -> bool {
+    let syn::Expr::Path(path) = expr else {
+        return false;
+    };
+    if path.qself.is_some() || path.path.segments.iter().any(|s| s.ident == "Self") {
+        return false;
+    }
+    path.path.segments.last().is_some_and(|last| {
+        let name = last.ident.to_string();
+        name.chars().any(|c| c.is_ascii_uppercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    })
 }
 
 /// Whether `policy = ...` already fixes the key `name` (a key it excludes).

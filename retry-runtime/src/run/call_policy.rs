@@ -185,3 +185,14 @@ impl<P: ?Sized> PolicyViaNothing for PolicyProbe<'_, P> {
         RetryPolicy::new()
     }
 }
+
+/// Diagnostics glue of `#[retryable(policy = PATH)]` when the path is in capitals, a `static`
+/// or a `const`: borrowed for `'static`. A `static` is; so is a `const` policy (promoted); a
+/// `const PolicyCell` is not, being a fresh copy wherever it is named (interior mutability
+/// keeps it from being promoted), so a cell that no reload could ever reach is a compile error
+/// ("temporary value dropped while borrowed") at the path instead of a policy silently frozen.
+#[doc(hidden)]
+#[inline(always)]
+pub const fn lives_for_ever<P: ?Sized>(place: &'static P) {
+    let _ = place;
+}
