@@ -58,13 +58,41 @@ impl StopReason {
 
 impl StopReason {
     /// Whether the failed attempt's own error decided the stop (its class), rather than the
-    /// call's limits or its protection.
+    /// call's limits or its protection. Every reason is listed: a new one does not compile
+    /// until it is placed on one side.
     #[inline]
     pub(crate) const fn decided_by_error(self) -> bool {
-        matches!(
-            self,
-            StopReason::Permanent | StopReason::NotIdempotent | StopReason::AlreadyDone
-        )
+        match self {
+            StopReason::Permanent | StopReason::NotIdempotent | StopReason::AlreadyDone => true,
+            StopReason::AttemptsExhausted
+            | StopReason::DeadlineExceeded
+            | StopReason::BudgetExhausted
+            | StopReason::CircuitOpen
+            | StopReason::RetryAfterTooLong
+            | StopReason::DeferredToOuter
+            | StopReason::NotRepeatable => false,
+        }
+    }
+
+    /// How many reasons there are: one more than the largest [`index`](Self::index).
+    pub(crate) const COUNT: usize = 10;
+
+    /// This reason's place in a table with one for each reason (the metrics' kept counters):
+    /// `0..COUNT`, each reason its own. A new reason does not compile until it has one.
+    #[inline]
+    pub(crate) const fn index(self) -> usize {
+        match self {
+            StopReason::Permanent => 0,
+            StopReason::NotIdempotent => 1,
+            StopReason::AttemptsExhausted => 2,
+            StopReason::DeadlineExceeded => 3,
+            StopReason::BudgetExhausted => 4,
+            StopReason::CircuitOpen => 5,
+            StopReason::RetryAfterTooLong => 6,
+            StopReason::DeferredToOuter => 7,
+            StopReason::AlreadyDone => 8,
+            StopReason::NotRepeatable => 9,
+        }
     }
 }
 
@@ -191,3 +219,35 @@ impl<E> Clone for Failure<'_, E> {
 }
 
 impl<E> Copy for Failure<'_, E> {}
+
+#[cfg(test)]
+mod tests {
+    use super::StopReason;
+
+    /// Every reason, by its place: the inverse of `index`, checked against it below.
+    fn by_index(i: usize) -> Option<StopReason> {
+        [
+            StopReason::Permanent,
+            StopReason::NotIdempotent,
+            StopReason::AttemptsExhausted,
+            StopReason::DeadlineExceeded,
+            StopReason::BudgetExhausted,
+            StopReason::CircuitOpen,
+            StopReason::RetryAfterTooLong,
+            StopReason::DeferredToOuter,
+            StopReason::AlreadyDone,
+            StopReason::NotRepeatable,
+        ]
+        .into_iter()
+        .find(|r| r.index() == i)
+    }
+
+    #[test]
+    fn every_place_below_count_has_its_own_reason() {
+        for i in 0..StopReason::COUNT {
+            let reason = by_index(i).unwrap_or_else(|| panic!("no reason at {i}"));
+            assert_eq!(reason.index(), i);
+        }
+        assert_eq!(by_index(StopReason::COUNT), None);
+    }
+}
