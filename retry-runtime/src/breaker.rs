@@ -22,7 +22,7 @@
 
 use crate::clock;
 use crate::error::CircuitOpen;
-use crate::registry::Listing;
+use crate::listing::Listing;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use crate::tenancy::Tenancy;
 use std::fmt;
@@ -37,7 +37,7 @@ mod settings;
 mod window;
 mod word;
 
-pub(crate) use listing::status_of;
+pub use listing::BreakerStatus;
 pub use permit::CircuitPermit;
 use permit::Outcome;
 pub use reconfigure::{BreakerSettings, FailureRatio};

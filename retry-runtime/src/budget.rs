@@ -1,17 +1,18 @@
 //! [`RetryBudget`]: a shared bound on how much retrying all callers of a dependency do together,
 //! by gRPC's retry-throttling rule.
 
-use crate::registry::Listing;
+use crate::listing::Listing;
 use crate::seqlock::Seqlock;
 use crate::sync::{AtomicU32, AtomicU64, Ordering, const_unless_loom};
 use crate::tenancy::Tenancy;
 use std::fmt;
 use std::sync::Arc;
 
+mod listing;
 mod reconfigure;
 
+pub use listing::BudgetStatus;
 pub use reconfigure::BudgetSettings;
-pub(crate) use reconfigure::status_of;
 use reconfigure::{MAX, RATIO};
 
 /// Tokens are kept in millionths, so a fractional `token_ratio` is refunded exactly.

@@ -3,7 +3,7 @@
 
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
-use crate::registry::enlist_entry;
+use crate::listing::enlist_entry;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Mutex, Ordering, const_unless_loom};
 use std::fmt;
 use std::hash::{Hash, Hasher};

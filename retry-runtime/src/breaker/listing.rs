@@ -5,9 +5,51 @@
 use super::word::Word;
 use super::{BreakerSettings, CircuitBreaker, CircuitState, nanos_i64, ticks};
 use crate::clock;
-use crate::registry::BreakerStatus;
+use crate::listing::{Listed, Lists, Recorded};
 use crate::sync::Ordering;
 use std::time::Duration;
+
+/// One breaker in a [`Snapshot`](crate::registry::Snapshot), or [`CircuitBreaker::status`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct BreakerStatus {
+    /// Its [`name`](CircuitBreaker::name) (a `PerKey` entry's is its template's).
+    pub name: Option<&'static str>,
+    /// A `PerKey` entry's key, as text, where it is known ([`CircuitBreaker::key`]).
+    pub key: Option<String>,
+    /// What the next call would find: an open breaker whose cool-down is over is `HalfOpen`.
+    pub state: CircuitState,
+    /// While open: how long until it admits a probe.
+    pub retry_after: Option<Duration>,
+    /// Its settings.
+    pub settings: BreakerSettings,
+}
+
+/// Every named breaker that has been used, and every live `PerKey` entry of breakers.
+static BREAKERS: Lists<BreakerStatus> = Lists::new();
+
+impl Recorded for CircuitBreaker {
+    type Settings = BreakerSettings;
+    type Status = BreakerStatus;
+    fn lists() -> &'static Lists<BreakerStatus> {
+        &BREAKERS
+    }
+    fn listed(
+        name: &'static str,
+        [word, until]: [u64; 2],
+        settings: BreakerSettings,
+    ) -> BreakerStatus {
+        // `until` is an `i64` of ticks, kept bit for bit.
+        status_of(Some(name), None, word, until as i64, settings)
+    }
+}
+
+/// A `PerKey` entry lists itself, with its key.
+impl Listed<BreakerStatus> for CircuitBreaker {
+    fn list(&self, out: &mut dyn FnMut(BreakerStatus)) {
+        out(self.status());
+    }
+}
 
 impl CircuitBreaker {
     /// Enlist a named breaker in the registry, at its first call.
@@ -67,7 +109,7 @@ impl CircuitBreaker {
 
 /// A breaker's status from its state word, the end of its cool-down and its settings: what
 /// the next call would find, read without changing anything.
-pub(crate) fn status_of(
+fn status_of(
     name: Option<&'static str>,
     key: Option<String>,
     word: u64,

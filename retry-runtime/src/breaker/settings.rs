@@ -5,7 +5,7 @@ use super::reconfigure::{self, HALF_OPEN_MAX, SUCCESSES};
 use super::window::RatioRule;
 use super::word::Word;
 use super::{BUCKETS, CircuitBreaker, CircuitState, clamp_u16};
-use crate::registry::Listing;
+use crate::listing::Listing;
 use crate::seqlock::Seqlock;
 use crate::sync::{AtomicI64, AtomicU32, AtomicU64, const_unless_loom};
 use crate::tenancy::Tenancy;

@@ -2,7 +2,6 @@
 //! budget runs; its tokens are scaled to the new size.
 
 use super::{RetryBudget, UNIT};
-use crate::registry::BudgetStatus;
 use crate::sync::Ordering;
 
 /// Which word holds which setting.
@@ -122,48 +121,6 @@ fn scale(tokens: u64, from: u64, to: u64) -> u64 {
     let scaled = u128::from(tokens.min(from)) * u128::from(to) / u128::from(from);
     // `scaled <= to`, a `u64`.
     u64::try_from(scaled).unwrap_or(to)
-}
-
-impl RetryBudget {
-    /// This budget's tokens, settings, name and key now, as [`registry::snapshot`](crate::registry::snapshot) lists it.
-    ///
-    /// ```
-    /// # extern crate retry_runtime as retry_kit;
-    /// use retry_kit::RetryBudget;
-    ///
-    /// let budget = RetryBudget::new(4, 0.5);
-    /// budget.record_failure();
-    /// let status = budget.status();
-    /// assert_eq!((status.tokens, status.allows_retry), (3.0, true));
-    /// ```
-    pub fn status(&self) -> BudgetStatus {
-        // The key and the tokens read together (see `CircuitBreaker::status`).
-        let (key, tokens) = self.tenancy.read(|key| (key, self.raw_tokens()));
-        status_of(
-            self.label(),
-            key.map(|key| key.to_string()),
-            tokens,
-            self.settings(),
-        )
-    }
-}
-
-/// A budget's status from its tokens and settings.
-pub(crate) fn status_of(
-    name: Option<&'static str>,
-    key: Option<String>,
-    tokens: u64,
-    settings: BudgetSettings,
-) -> BudgetStatus {
-    let max = settings.words()[MAX];
-    let tokens = tokens.min(max);
-    BudgetStatus {
-        name,
-        key,
-        tokens: tokens as f64 / UNIT as f64,
-        allows_retry: tokens.saturating_mul(2) > max,
-        settings,
-    }
 }
 
 #[cfg(test)]
