@@ -50,6 +50,7 @@ pub mod error;
 pub mod faults;
 pub mod fresh;
 pub mod io;
+mod listing;
 #[cfg(feature = "metrics")]
 pub mod meter;
 pub mod observe;
@@ -68,6 +69,7 @@ pub mod registry;
 mod rng;
 pub mod run;
 mod seqlock;
+mod stop;
 mod sync;
 mod tenancy;
 pub mod testing;

@@ -27,7 +27,7 @@
 //! measurements a thread makes under a recorder that is not the global one. The builder and
 //! the layers, named at run time, register per measurement.
 
-use crate::run::{Next, StopReason};
+use crate::stop::{Next, StopReason};
 use ::metrics::{Key, Label, Level, Metadata};
 
 mod global;

@@ -74,9 +74,9 @@ pub(crate) mod retry;
 mod retry_if;
 mod retry_loop;
 pub(crate) mod shared;
-mod stop;
 pub(crate) mod timeout;
 
+pub use crate::stop::{Failure, Next, StopReason, Verdict};
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
 pub use call::{Call, Ended, InAttempt, Then};
 pub use call_policy::{AsPolicy, CallPolicy, expect_policy, policy_of};
@@ -86,18 +86,17 @@ pub use classifier::{
 pub use hedge::{Hedge, HedgeNotIdempotent};
 pub use hedging::{Event, Hedging, NextEvent};
 pub use hook::{Displayed, FmtFn, Hook, NoHook};
-pub use outcome::{Conversion, ErrorOf, Outcome, RejectedOf};
+pub use outcome::{Conversion, ErrorOf, Outcome};
 pub use protection::{
     Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected, Window,
 };
 pub use retry::{BreakerWith, Retry};
-pub use retry_if::{IfRejected, Rejected, RetryIf, accept_rejected, reject_if};
+pub use retry_if::{IfRejected, Rejected, RejectedOf, RetryIf, accept_rejected, reject_if};
 pub use shared::{
     AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip,
     HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, Static, WithAdaptive,
     WithBudget, WithCircuit, circuit_open,
 };
-pub use stop::{Failure, Next, StopReason, Verdict};
 pub use timeout::{
     AttemptTimeout, HoldsTimedOut, MaybeTimer, NoTimeout, Timed, TimeoutSlot, Untimed, timed_out,
 };

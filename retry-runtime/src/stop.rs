@@ -1,4 +1,6 @@
-//! Why a retry loop stops, what it does after a failed attempt, and the record of that attempt.
+//! Why a retry loop stops, what it does after a failed attempt, and the record of that attempt:
+//! the engine's decisions as data, below the engine ([`run`](crate::run) re-exports them) and
+//! the observers that report them (`meter`, [`observe`](crate::observe)).
 
 use crate::class::ErrorClass;
 use std::time::Duration;

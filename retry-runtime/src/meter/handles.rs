@@ -3,7 +3,7 @@
 //! recorder's registry.
 
 use super::global::is_global;
-use crate::run::StopReason;
+use crate::stop::StopReason;
 use ::metrics::{Counter, Histogram, Key, Label, Level, Metadata, Recorder};
 use std::sync::OnceLock;
 

@@ -1,6 +1,6 @@
 //! What receives every failed attempt's record: a user's `on_failure` function, or nothing.
 
-use super::stop::Failure;
+use crate::stop::Failure;
 use std::fmt;
 
 /// Formats an error with its `Display` impl.

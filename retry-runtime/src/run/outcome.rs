@@ -37,6 +37,3 @@ pub type Conversion<X, E> = fn(X) -> E;
 
 /// The error type of the outcome `R`: what `on_failure` records carry and `classify` receives.
 pub type ErrorOf<R> = <R as Outcome>::Error;
-
-/// What a `retry_if` function's records carry: a flagged value of the outcome `R`, or its error.
-pub type RejectedOf<R> = super::retry_if::Rejected<<R as Outcome>::Value, <R as Outcome>::Error>;

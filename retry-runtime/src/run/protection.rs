@@ -17,7 +17,6 @@
 //! recorded by the guard around the attempt ([`PanicSink`]); a permit dropped by an unwind that
 //! began elsewhere (a sibling hedge, another future in the same `join!`) is neither.
 
-use super::stop::{StopReason, Verdict};
 use crate::adaptive::Adapt;
 use crate::breaker::{CircuitBreaker, CircuitPermit};
 use crate::budget::RetryBudget;
@@ -25,6 +24,7 @@ use crate::class::ErrorClass;
 use crate::clock;
 use crate::error::CircuitOpen;
 use crate::per_key::Lease;
+use crate::stop::{StopReason, Verdict};
 use std::time::{Duration, Instant};
 
 /// The shared protection a [`Call`](super::Call) carries: [`Unprotected`] (none) or

@@ -13,6 +13,7 @@
 
 use super::classifier::Classifier;
 use super::hook::Hook;
+use super::outcome::Outcome;
 use super::retry::Retry;
 use super::shared::Equip;
 #[cfg(feature = "tokio")]
@@ -68,6 +69,9 @@ pub enum Rejected<T, E> {
     /// The attempt failed with this error.
     Error(E),
 }
+
+/// What a `retry_if` function's records carry: a flagged value of the outcome `R`, or its error.
+pub type RejectedOf<R> = Rejected<<R as Outcome>::Value, <R as Outcome>::Error>;
 
 /// A breaker's refusal of the first attempt is the function's error (`E::from`).
 impl<T, E: From<CircuitOpen>> From<CircuitOpen> for Rejected<T, E> {

@@ -7,7 +7,7 @@ use crate::run::call_policy::CallPolicy;
 use crate::run::classifier::Classifier;
 use crate::run::hook::Hook;
 use crate::run::protection::Protection;
-use crate::run::stop::{Failure, Next, StopReason, Verdict};
+use crate::stop::{Failure, Next, StopReason, Verdict};
 use std::time::Duration;
 
 /// What the decision needs to know of a failed attempt besides its error.

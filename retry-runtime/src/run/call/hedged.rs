@@ -10,7 +10,7 @@ use crate::run::classifier::Classifier;
 use crate::run::hook::Hook;
 use crate::run::outcome::Outcome;
 use crate::run::protection::Protection;
-use crate::run::stop::Next;
+use crate::stop::Next;
 use std::time::Duration;
 
 /// What a hedged loop does after an attempt finished: what [`Call::after_hedged`] answers.

@@ -7,7 +7,7 @@ use crate::policy::Jitter;
 use crate::rng;
 use crate::run::call_policy::CallPolicy;
 use crate::run::protection::Protection;
-use crate::run::stop::{StopReason, Verdict};
+use crate::stop::{StopReason, Verdict};
 use std::time::Duration;
 
 impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
