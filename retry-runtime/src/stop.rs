@@ -59,6 +59,24 @@ impl StopReason {
 }
 
 impl StopReason {
+    /// The reason named `name` ([`as_str`](Self::as_str)), as a persisted run log spells it.
+    #[cfg(feature = "serde")]
+    pub(crate) fn from_name(name: &str) -> Option<StopReason> {
+        Some(match name {
+            "permanent" => StopReason::Permanent,
+            "not_idempotent" => StopReason::NotIdempotent,
+            "attempts_exhausted" => StopReason::AttemptsExhausted,
+            "deadline_exceeded" => StopReason::DeadlineExceeded,
+            "budget_exhausted" => StopReason::BudgetExhausted,
+            "circuit_open" => StopReason::CircuitOpen,
+            "retry_after_too_long" => StopReason::RetryAfterTooLong,
+            "deferred_to_outer" => StopReason::DeferredToOuter,
+            "already_done" => StopReason::AlreadyDone,
+            "not_repeatable" => StopReason::NotRepeatable,
+            _ => return None,
+        })
+    }
+
     /// Whether the failed attempt's own error decided the stop (its class), rather than the
     /// call's limits or its protection. Every reason is listed: a new one does not compile
     /// until it is placed on one side.
@@ -77,11 +95,13 @@ impl StopReason {
     }
 
     /// How many reasons there are: one more than the largest [`index`](Self::index).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) const COUNT: usize = 10;
 
     /// This reason's place in a table with one for each reason (the metrics' kept counters):
     /// `0..COUNT`, each reason its own. A new reason does not compile until it has one.
     #[inline]
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) const fn index(self) -> usize {
         match self {
             StopReason::Permanent => 0,
@@ -251,5 +271,15 @@ mod tests {
             assert_eq!(reason.index(), i);
         }
         assert_eq!(by_index(StopReason::COUNT), None);
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn every_reason_is_read_back_by_its_name() {
+        for i in 0..StopReason::COUNT {
+            let reason = by_index(i).unwrap();
+            assert_eq!(StopReason::from_name(reason.as_str()), Some(reason));
+        }
+        assert_eq!(StopReason::from_name("bogus"), None);
     }
 }
