@@ -230,3 +230,34 @@ async fn an_async_panic_propagates_unretried_and_leaves_no_context_behind() {
     assert!(current_attempt().is_none());
     assert_eq!(slow_attempts(false).await, Ok(2));
 }
+
+/// Keys made from a value are a fixed function of the value and the operation: the same in
+/// every process, build, platform and version of the crate (a task re-run after a crash sends
+/// the key its first run sent). These values are pinned: a change of hash, of the bytes fed to
+/// it, or of how nested keys derive from it fails here.
+#[test]
+fn keys_made_from_a_value_are_pinned_across_builds_and_platforms() {
+    use retry_kit::run::operation_id;
+    let export = operation_id("billing::export");
+    let cases: [(IdempotencyKey, &str); 4] = [
+        (
+            IdempotencyKey::of(&("2026-12-03", "billing-export"), export),
+            "ba055c3e8891feab3fa9b5eb000c53a6",
+        ),
+        (
+            IdempotencyKey::of(&42u64, export),
+            "05f3535ef5e02abee103b57ef33c4daf",
+        ),
+        (
+            IdempotencyKey::of(&42usize, export),
+            "05f3535ef5e02abee103b57ef33c4daf",
+        ),
+        (
+            IdempotencyKey::of("", 0),
+            "00d1ab473a10c210145a74c27606c993",
+        ),
+    ];
+    for (key, pinned) in cases {
+        assert_eq!(key.to_string(), pinned);
+    }
+}

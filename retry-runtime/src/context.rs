@@ -406,6 +406,10 @@ impl Attempt {
     }
 }
 
+/// What a key is hashed from, written first: keys of different origins never meet.
+const DERIVED: u8 = 1;
+const NAMED: u8 = 2;
+
 /// Set in the operation of a [`key_for`](Attempt::key_for) label, so that a label never
 /// derives the key a nested call of an operation with the same hash would.
 const LABELLED: u64 = 1 << 63;
@@ -463,16 +467,50 @@ impl IdempotencyKey {
         self.0
     }
 
-    /// The key of the `ordinal`-th call of `operation` inside the call with this key: 128 bits
-    /// from two SipHash passes over the three (fixed keys, so the same everywhere), never zero.
+    /// The key of the `ordinal`-th call of `operation` inside the call with this key:
+    /// SipHash-2-4-128 with fixed keys over the three, so the same in every process, build,
+    /// platform and version of the crate (a task re-run elsewhere derives its nested calls'
+    /// keys again); never zero.
     fn derive(self, operation: u64, ordinal: u32) -> IdempotencyKey {
-        use std::hash::{Hash, Hasher};
-        let half = |domain: u8| {
-            let mut h = std::hash::DefaultHasher::new();
-            (domain, self.0, operation, ordinal).hash(&mut h);
-            h.finish()
-        };
-        let key = u128::from(half(1)) << 64 | u128::from(half(0));
+        use std::hash::Hasher;
+        let mut h = crate::stable_hash::StableHasher::new();
+        h.write_u8(DERIVED);
+        h.write_u128(self.0);
+        h.write_u64(operation);
+        h.write_u32(ordinal);
+        IdempotencyKey::nonzero(h.finish128())
+    }
+
+    /// The key of a call of `operation` whose work is named by `value` (`idempotency_key =
+    /// ...`): SipHash-2-4-128 with fixed keys over the operation and the bytes `value`'s `Hash`
+    /// writes (integers little-endian, `usize` as 64 bits), so the same value gives the same
+    /// key in every process, build, platform and version of the crate; never zero.
+    ///
+    /// The bytes are the value's `Hash` impl's: std's impls for integers, `bool`, `char`,
+    /// strings, slices, tuples and arrays are fixed, so keys made of them are too. A derived
+    /// `Hash` of a type of your own is fixed as long as its fields are (renaming a field keeps
+    /// the key; adding, removing or reordering fields changes it).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::IdempotencyKey;
+    /// use retry_kit::run::operation_id;
+    ///
+    /// let export = operation_id("billing::export");
+    /// let key = IdempotencyKey::of(&("2026-12-03", "billing-export"), export);
+    /// assert_eq!(key, IdempotencyKey::of(&("2026-12-03", "billing-export"), export));
+    /// assert_ne!(key, IdempotencyKey::of(&("2026-12-04", "billing-export"), export));
+    /// ```
+    pub fn of<K: std::hash::Hash + ?Sized>(value: &K, operation: u64) -> IdempotencyKey {
+        use std::hash::Hasher;
+        let mut h = crate::stable_hash::StableHasher::new();
+        h.write_u8(NAMED);
+        h.write_u64(operation);
+        value.hash(&mut h);
+        IdempotencyKey::nonzero(h.finish128())
+    }
+
+    fn nonzero(key: u128) -> IdempotencyKey {
         IdempotencyKey(if key == 0 { 1 } else { key })
     }
 }
@@ -486,5 +524,32 @@ impl fmt::Display for IdempotencyKey {
 impl fmt::Debug for IdempotencyKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "IdempotencyKey({self})")
+    }
+}
+
+/// A key read back from its `Display` form, 32 hex digits (a persisted
+/// [`RetryState`](crate::durable::RetryState), a header a receiver got).
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::IdempotencyKey;
+///
+/// let key: IdempotencyKey = "0000000000000000000000000000002a".parse().unwrap();
+/// assert_eq!(key.as_u128(), 42);
+/// assert_eq!(key.to_string().parse::<IdempotencyKey>(), Ok(key));
+/// assert!("42".parse::<IdempotencyKey>().is_err());
+/// ```
+impl std::str::FromStr for IdempotencyKey {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || format!("\"{text}\" is not an idempotency key: 32 hex digits, not all zero");
+        if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        match u128::from_str_radix(text, 16) {
+            Ok(0) | Err(_) => Err(bad()),
+            Ok(key) => Ok(IdempotencyKey(key)),
+        }
     }
 }

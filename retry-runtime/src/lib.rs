@@ -26,6 +26,7 @@
 //! | [`per_key`] | [`PerKey`]: one breaker or budget per host, partition or tenant |
 //! | `config` | (feature `serde`) policies and settings in configuration files, snapshots as JSON |
 //! | [`context`] | [`current_attempt`]: attempt number, idempotency key, inherited deadline |
+//! | [`durable`] | [`RetryState`], [`AttemptRecord`], [`Plan`]: retries that outlive the process, for schedulers and job queues |
 //! | [`clock`] | real, tokio and virtual time |
 //! | [`testing`] | [`testing::record_sleeps`], [`testing::record_sleeps_async`] and [`testing::seed_jitter`] |
 //! | `http` | (feature `http`) the HTTP status table, `Retry-After`, `StatusError` |
@@ -45,6 +46,7 @@ pub mod clock;
 #[cfg(feature = "serde")]
 mod config;
 pub mod context;
+pub mod durable;
 pub mod error;
 #[cfg(feature = "faults")]
 pub mod faults;
@@ -69,6 +71,7 @@ pub mod registry;
 mod rng;
 pub mod run;
 mod seqlock;
+mod stable_hash;
 mod stop;
 mod sync;
 mod tenancy;
@@ -92,6 +95,7 @@ pub use breaker::{BreakerSettings, CircuitBreaker, CircuitPermit, CircuitState, 
 pub use budget::{BudgetSettings, RetryBudget};
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
+pub use durable::{AttemptRecord, Plan, RetryState};
 pub use error::{CircuitOpen, TimedOut};
 pub use fresh::{FreshPerAttempt, FreshPerHedgedAttempt};
 pub use io::io_kind_class;
