@@ -40,6 +40,7 @@ pub use retry_runtime::{
     Nested, Next, PolicySettings, Rejected, Retry, RetryPolicy, StopReason, TimedOut,
     current_attempt, testing,
 };
+pub use retry_runtime::{AttemptRecord, Plan, RetryState, durable};
 pub use retry_runtime::{BreakerSettings, BudgetSettings, FailureRatio, registry};
 pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{Classify, retryable};

@@ -69,6 +69,21 @@ impl ErrorClass {
     }
 }
 
+#[cfg(feature = "serde")]
+impl ErrorClass {
+    /// The class named `name` ([`as_str`](Self::as_str)), as a persisted run log spells it.
+    pub(crate) fn from_name(name: &str) -> Option<ErrorClass> {
+        [
+            ErrorClass::Transient,
+            ErrorClass::Permanent,
+            ErrorClass::IdempotentOnly,
+            ErrorClass::AlreadyDone,
+        ]
+        .into_iter()
+        .find(|class| class.as_str() == name)
+    }
+}
+
 impl std::fmt::Display for ErrorClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -45,6 +45,19 @@ fn real_now() -> Instant {
     Instant::now()
 }
 
+/// The wall-clock time on the clock this thread is following: the system's, moved by as much
+/// as [`now`] is ahead of (or behind) the system's monotonic clock, so that a paused or virtual
+/// clock moves it too. What work that outlives the process records (`RetryState`): a deadline
+/// that spans processes is measured on it.
+pub fn wall_now() -> std::time::SystemTime {
+    let (wall, real, followed) = (std::time::SystemTime::now(), Instant::now(), now());
+    if followed >= real {
+        wall.checked_add(followed - real).unwrap_or(wall)
+    } else {
+        wall.checked_sub(real - followed).unwrap_or(wall)
+    }
+}
+
 impl Virtual {
     fn now(&self) -> Instant {
         saturating_add(self.origin, self.advanced)

@@ -33,6 +33,9 @@ mod vocabulary {
     retry_macros::__vocabulary!();
 }
 
+pub(crate) use value::duration_text;
+pub(crate) use vocabulary::duration::parse_duration;
+
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, Error, MapAccess};
 use value::Value;
 use vocabulary::keys::{self, SYNONYMS};
