@@ -45,10 +45,20 @@ pub trait Classifier<E: ?Sized> {
     }
 
     /// Whether an error's [`retry_after`](Self::retry_after) is the wait before the next
-    /// attempt itself rather than a lower bound on the policy's delay: gRPC's
-    /// `grpc-retry-pushback-ms`, which gRFC A6 says is waited exactly, whatever the backoff
-    /// and `max_delay` say. Only the deadline still bounds it. False (a floor, refused above
-    /// `max_delay`) everywhere else.
+    /// attempt itself rather than a floor under the policy's delay, and how long such a wait
+    /// may be.
+    ///
+    /// `None` (the default, and the rule everywhere in the crate but one): the hint is a floor,
+    /// the wait is the longer of the jittered delay and the hint, and a hint above the policy's
+    /// `max_delay` stops the call with
+    /// [`StopReason::RetryAfterTooLong`](crate::StopReason::RetryAfterTooLong).
+    ///
+    /// `Some(limit)`: the hint is waited exactly, whatever the backoff and `max_delay` say,
+    /// and a hint above `limit` stops the call with `RetryAfterTooLong`; the deadline still
+    /// bounds it. This is gRPC's `grpc-retry-pushback-ms` under a service config, which gRFC A6
+    /// says is waited exactly ([`GrpcRetryLayer`](crate::tonic::GrpcRetryLayer) bounds it by
+    /// its `max_pushback`). Asked only when an error has a hint: a method rather than a
+    /// constant, so that one classifier type can follow either rule, chosen at run time.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -56,7 +66,8 @@ pub trait Classifier<E: ?Sized> {
     /// use retry_kit::{ErrorClass, Retry, RetryPolicy, testing};
     /// use std::time::Duration;
     ///
-    /// /// Every error is transient and names its own wait, in milliseconds.
+    /// /// Every error is transient and names its own wait, in milliseconds, which is waited
+    /// /// exactly up to a minute.
     /// struct Pushback;
     ///
     /// impl Classifier<u64> for Pushback {
@@ -66,20 +77,27 @@ pub trait Classifier<E: ?Sized> {
     ///     fn retry_after(&self, ms: &u64) -> Option<Duration> {
     ///         Some(Duration::from_millis(*ms))
     ///     }
-    ///     const RETRY_AFTER_IS_WAIT: bool = true;
+    ///     fn exact_wait_limit(&self) -> Option<Duration> {
+    ///         Some(Duration::from_secs(60))
+    ///     }
     /// }
     ///
-    /// // A backoff of 1 s capped at 2 s: the waits of 5 ms and 10 s are slept as asked.
+    /// // A backoff of 1 s capped at 2 s: the waits of 5 ms and 10 s are slept as asked; the
+    /// // third error asks for 90 s, over the limit: the call stops with it.
     /// let policy = RetryPolicy::fixed(Duration::from_secs(1))
     ///     .max_delay(Duration::from_secs(2))
-    ///     .attempts(3);
-    /// let mut hints = vec![0, 10_000, 5];
-    /// let (_, slept) = testing::record_sleeps(|| {
+    ///     .attempts(5);
+    /// let mut hints = vec![90_000, 10_000, 5];
+    /// let (result, slept) = testing::record_sleeps(|| {
     ///     Retry::new(&policy).classify(Pushback).call(|| Err::<(), u64>(hints.pop().unwrap()))
     /// });
+    /// assert_eq!(result, Err(90_000));
     /// assert_eq!(slept, [Duration::from_millis(5), Duration::from_secs(10)]);
     /// ```
-    const RETRY_AFTER_IS_WAIT: bool = false;
+    #[inline]
+    fn exact_wait_limit(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// Classify errors through their [`Classify`] impl (the default).
@@ -158,7 +176,10 @@ impl<E: ?Sized, C: Classifier<E>> Classifier<E> for Borrowed<'_, C> {
     fn repeatable(&self, error: &E) -> bool {
         self.0.repeatable(error)
     }
-    const RETRY_AFTER_IS_WAIT: bool = C::RETRY_AFTER_IS_WAIT;
+    #[inline]
+    fn exact_wait_limit(&self) -> Option<Duration> {
+        self.0.exact_wait_limit()
+    }
 }
 
 /// `<E as Classify>::class` as a function item, for pairing with a custom retry-after function.

@@ -115,7 +115,10 @@ impl<T, E, C: Classifier<E>> Classifier<Rejected<T, E>> for IfRejected<C> {
             Rejected::Error(error) => self.0.repeatable(error),
         }
     }
-    const RETRY_AFTER_IS_WAIT: bool = C::RETRY_AFTER_IS_WAIT;
+    #[inline]
+    fn exact_wait_limit(&self) -> Option<Duration> {
+        self.0.exact_wait_limit()
+    }
     const ANSWERS: bool = true;
     #[inline]
     fn answered(&self, rejected: &Rejected<T, E>) -> bool {

@@ -240,7 +240,10 @@ impl<B> Classifier<GrpcFailure> for GrpcClassifier<'_, B> {
     }
 
     // A6: "retry after exactly that delay", whatever the backoff and `maxBackoff` say.
-    const RETRY_AFTER_IS_WAIT: bool = true;
+    #[inline]
+    fn exact_wait_limit(&self) -> Option<Duration> {
+        Some(Duration::MAX)
+    }
 }
 
 impl From<TimedOut> for GrpcFailure {

@@ -62,18 +62,19 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             }
             None => {
                 let retry_after = classifier.retry_after(error);
-                let verdict = match (failed.running, retry_after) {
+                // Asked only of a hint; `None` for every classifier but gRPC's under a service
+                // config, and inlined, so the branch folds away for them.
+                let exact = retry_after.and_then(|_| classifier.exact_wait_limit());
+                let verdict = match (failed.running, retry_after, exact) {
                     // The hint is the wait itself (gRPC's pushback): no backoff, no
-                    // `max_delay`; the deadline still applies.
-                    (_, Some(wait)) if C::RETRY_AFTER_IS_WAIT => {
-                        self.bounded(Duration::ZERO, Some(wait), Duration::MAX)
-                    }
+                    // `max_delay`, but the classifier's own limit; the deadline still applies.
+                    (_, Some(wait), Some(limit)) => self.bounded(Duration::ZERO, Some(wait), limit),
                     // A sequential call waits its backoff; so does a hedged call's poll past an
                     // answer (`retry_if`): a value is not a failure another attempt could
                     // outrun, and polling at once would hammer the dependency.
-                    (None, _) => self.schedule(retry_after),
-                    (Some(_), _) if answered => self.schedule(retry_after),
-                    (Some(_), _) => {
+                    (None, _, _) => self.schedule(retry_after),
+                    (Some(_), _, _) if answered => self.schedule(retry_after),
+                    (Some(_), _, _) => {
                         let max_delay = self.policy.policy().max_delay;
                         self.bounded(Duration::ZERO, retry_after, max_delay)
                     }
