@@ -23,9 +23,12 @@
 //! A server may send `grpc-retry-pushback-ms` in its trailers (which tonic puts in
 //! [`Status::metadata`](::tonic::Status::metadata)). As gRFC A6 specifies:
 //! - a non-negative integer of milliseconds is the wait before the next attempt, which the retry
-//!   loop honours as the error's retry-after (waiting at least that long, or stopping with
-//!   `RetryAfterTooLong` if it is longer than `max_delay`; [`GrpcRetryLayer`] waits exactly
-//!   that long, as A6 asks);
+//!   loop honours as the error's retry-after: it waits at least that long, or stops with
+//!   `RetryAfterTooLong` if it is longer than the policy's `max_delay`, as for every retry-after
+//!   in the crate ([`GrpcRetryLayer::new`] too). A [`GrpcRetryLayer`] read from a service config
+//!   waits exactly that long, as A6 asks, but never longer than its
+//!   [`max_pushback`](GrpcRetryLayer::max_pushback) (30 s by default): a longer pushback stops
+//!   the call with `RetryAfterTooLong`;
 //! - a negative or unparseable value means "do not retry this call": the status is then
 //!   permanent whatever its code.
 //!
@@ -62,7 +65,7 @@
 //! | what happens to an attempt | retried? |
 //! | --- | --- |
 //! | a status in a Trailers-Only response (no response headers before it) | by the method's rule: a code in `retryableStatusCodes` (`nonFatalStatusCodes` when hedging) is, any other is not; with [`GrpcRetryLayer::new`] the [table above](self) decides |
-//! | that status with `grpc-retry-pushback-ms: n` (n ≥ 0) | yes, after exactly n ms (not the backoff, not capped by `maxBackoff`; the deadline still bounds it) |
+//! | that status with `grpc-retry-pushback-ms: n` (n ≥ 0) | under a service config, after exactly n ms (not the backoff, not capped by `maxBackoff`), or not at all if n exceeds [`max_pushback`](GrpcRetryLayer::max_pushback) (30 s by default); with [`GrpcRetryLayer::new`], after the longer of n and the backoff, or not at all if n exceeds the policy's `max_delay`; either way the deadline still bounds it |
 //! | that status with a negative or unparseable pushback | no (and under a service config it still costs a throttling token, as A6 says) |
 //! | response headers arrived, then a status in the trailers (after messages or none) | **no**: the call is committed, the status is the caller's |
 //! | a connection that could not be made, or HTTP/2 `REFUSED_STREAM` | yes, whatever the codes: nothing reached the server (A6's transparent retry; here it counts as an attempt) |

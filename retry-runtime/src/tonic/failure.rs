@@ -209,11 +209,13 @@ fn transport_kind(error: &(dyn std::error::Error + 'static)) -> Kind {
     }
 }
 
-/// The layer's classifier: the method's rule, and whether the request messages can be sent
-/// again (asked of the replay buffer itself).
+/// The layer's classifier: the method's rule, whether the request messages can be sent
+/// again (asked of the replay buffer itself), and how long a pushback may be.
 pub(crate) struct GrpcClassifier<'b, B> {
     pub(crate) rule: Rule,
     pub(crate) body: &'b ReplayBody<B>,
+    /// The longest pushback a service config's method waits (the layer's `max_pushback`).
+    pub(crate) max_pushback: Duration,
 }
 
 impl<B> Classifier<GrpcFailure> for GrpcClassifier<'_, B> {
@@ -239,10 +241,16 @@ impl<B> Classifier<GrpcFailure> for GrpcClassifier<'_, B> {
             && self.body.is_replayable()
     }
 
-    // A6: "retry after exactly that delay", whatever the backoff and `maxBackoff` say.
+    // Under a service config, A6's rule: "retry after exactly that delay", whatever the
+    // backoff and `maxBackoff` say, up to the layer's bound. Under the crate's table
+    // (`GrpcRetryLayer::new`), the crate's rule: a floor under the policy's delay, bounded by
+    // its `max_delay`, as `#[retryable]` and the HTTP layers treat a hint.
     #[inline]
     fn exact_wait_limit(&self) -> Option<Duration> {
-        Some(Duration::MAX)
+        match self.rule {
+            Rule::Table => None,
+            Rule::Listed(_) => Some(self.max_pushback),
+        }
     }
 }
 

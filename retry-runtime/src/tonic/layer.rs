@@ -9,6 +9,7 @@ use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::{NoHook, Retry};
 use crate::{CircuitBreaker, RetryBudget};
 use std::sync::Arc;
+use std::time::Duration;
 use tower_layer::Layer;
 
 /// How many bytes of a call's request messages are kept for replay unless
@@ -19,6 +20,10 @@ use tower_layer::Layer;
 /// assert_eq!(retry_kit::tonic::DEFAULT_BUFFER_LIMIT, 256 * 1024);
 /// ```
 pub const DEFAULT_BUFFER_LIMIT: usize = 256 * 1024;
+
+/// The longest `grpc-retry-pushback-ms` a service config's method waits unless
+/// [`max_pushback`](GrpcRetryLayer::max_pushback) says otherwise: 30 s.
+const DEFAULT_MAX_PUSHBACK: Duration = Duration::from_secs(30);
 
 /// What the layer's `Retry` starts from before a call gives it the method's policy.
 static NO_POLICY: RetryPolicy = RetryPolicy::new();
@@ -67,6 +72,8 @@ pub struct GrpcRetryLayer<H = NoHook> {
     /// The service config's `retryThrottling`, unless `.budget(..)` replaced it.
     pub(crate) throttling: Option<Arc<RetryBudget>>,
     pub(crate) buffer_limit: usize,
+    /// The longest pushback a service config's method waits exactly; a longer one stops it.
+    pub(crate) max_pushback: Duration,
     /// The `PerKey` key of requests whose URI names no host (`host:port`), from
     /// [`origin`](GrpcRetryLayer::origin).
     pub(crate) origin: Option<Arc<str>>,
@@ -156,6 +163,7 @@ impl GrpcRetryLayer {
             budget: None,
             throttling,
             buffer_limit: DEFAULT_BUFFER_LIMIT,
+            max_pushback: DEFAULT_MAX_PUSHBACK,
             origin: None,
         }
     }
@@ -185,6 +193,7 @@ impl<H> GrpcRetryLayer<H> {
             budget: self.budget,
             throttling: self.throttling,
             buffer_limit: self.buffer_limit,
+            max_pushback: self.max_pushback,
             origin: self.origin,
         }
     }
@@ -279,6 +288,34 @@ impl<H> GrpcRetryLayer<H> {
     /// ```
     pub const fn buffer_limit(mut self, bytes: usize) -> Self {
         self.buffer_limit = bytes;
+        self
+    }
+
+    /// Under a service config, wait a server's `grpc-retry-pushback-ms` exactly (as gRFC A6
+    /// asks) only up to `limit` (default 30 s): a longer pushback stops the call with
+    /// [`StopReason::RetryAfterTooLong`](crate::StopReason::RetryAfterTooLong) and the
+    /// server's status, instead of holding it for as long as the server says. Without a
+    /// deadline nothing else bounds such a wait. (Under [`new`](GrpcRetryLayer::new) a
+    /// pushback is bounded by the policy's `max_delay`, as every retry-after in the crate is;
+    /// this setting does not apply there.)
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use std::time::Duration;
+    ///
+    /// let layer = GrpcRetryLayer::from_service_config(r#"{"methodConfig": [{
+    ///     "name": [{}],
+    ///     "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+    ///                     "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}
+    /// }]}"#)
+    /// .unwrap()
+    /// // A quota that refills within five seconds is worth waiting for; a longer one is not.
+    /// .max_pushback(Duration::from_secs(5));
+    /// # let _ = layer;
+    /// ```
+    pub const fn max_pushback(mut self, limit: Duration) -> Self {
+        self.max_pushback = limit;
         self
     }
 

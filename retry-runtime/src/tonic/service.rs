@@ -152,6 +152,7 @@ where
         // Hedges run side by side, each on its own clone of the service.
         let spare = hedge.map(|delay| (delay, self.inner.clone()));
         let retry = layer.retry.clone();
+        let max_pushback = layer.max_pushback;
         let body = ReplayBody::new(body, layer.buffer_limit);
         Box::pin(async move {
             let budget = budget.or_else(|| throttling.as_deref().map(Lease::of));
@@ -159,7 +160,11 @@ where
             let retry = retry
                 .with_policy(&policy)
                 .with_protection(protection)
-                .classify(GrpcClassifier { rule, body: &body });
+                .classify(GrpcClassifier {
+                    rule,
+                    body: &body,
+                    max_pushback,
+                });
             let (parts, body) = (&parts, &body);
             let sleep = clock::tokio_sleep;
             let outcome: Outcome<RB> = match spare {

@@ -272,6 +272,122 @@ async fn a_negative_or_unparseable_pushback_stops_the_call() {
     .await
 }
 
+/// Under `new(policy)` a pushback is a retry-after as everywhere in the crate: one past the
+/// policy's `max_delay` stops the call at once, instead of holding it for a minute (or, for
+/// 2^32 s, for ever: without a deadline nothing else bounds it).
+#[tokio::test]
+async fn a_pushback_past_max_delay_stops_a_call_under_new() {
+    bounded(async {
+        for pushback in ["60000", "4294967296000"] {
+            let (addr, log) =
+                serve(move |_, _| Act::Status(Code::ResourceExhausted, Some(pushback))).await;
+            let policy = RetryPolicy::fixed(Duration::from_millis(1))
+                .max_delay(Duration::from_secs(1))
+                .attempts(3);
+            let (mut client, failures) = connect(addr, GrpcRetryLayer::new(policy)).await;
+
+            let status = check(&mut client).await.unwrap_err();
+
+            assert_eq!(status.code(), Code::ResourceExhausted, "{pushback}");
+            assert_eq!(log.requests(), 1, "{pushback}");
+            assert_eq!(
+                *failures.lock().unwrap(),
+                [(
+                    1,
+                    ErrorClass::Transient,
+                    Next::Stop(StopReason::RetryAfterTooLong)
+                )],
+                "{pushback}"
+            );
+        }
+    })
+    .await
+}
+
+/// Under `new(policy)` a pushback is a floor under the backoff, not the wait itself.
+#[tokio::test]
+async fn a_pushback_under_new_is_a_floor_under_the_backoff() {
+    bounded(async {
+        let (addr, log) = serve(|n, _| match n {
+            1 => Act::Status(Code::Unavailable, Some("5")),
+            _ => Act::Pass,
+        })
+        .await;
+        let policy = RetryPolicy::fixed(Duration::from_millis(20)).attempts(3);
+        let (mut client, failures) = connect(addr, GrpcRetryLayer::new(policy)).await;
+
+        assert_eq!(check(&mut client).await.unwrap(), SERVING);
+
+        assert_eq!(log.requests(), 2);
+        assert_eq!(
+            *failures.lock().unwrap(),
+            [(
+                1,
+                ErrorClass::Transient,
+                Next::Retry(Duration::from_millis(20))
+            )]
+        );
+    })
+    .await
+}
+
+/// Under a service config a pushback is waited exactly, but only up to the layer's
+/// `max_pushback` (30 s unless set): a longer one stops the call.
+#[tokio::test]
+async fn a_pushback_past_max_pushback_stops_a_call_under_a_service_config() {
+    bounded(async {
+        let stopped = [(
+            1,
+            ErrorClass::Transient,
+            Next::Stop(StopReason::RetryAfterTooLong),
+        )];
+        for pushback in ["60000", "4294967296000"] {
+            let (addr, log) =
+                serve(move |_, _| Act::Status(Code::Unavailable, Some(pushback))).await;
+            let (mut client, failures) = connect(addr, config(&retry_policy(3, "[14]"))).await;
+
+            let status = check(&mut client).await.unwrap_err();
+
+            assert_eq!(status.code(), Code::Unavailable, "{pushback}");
+            assert_eq!(log.requests(), 1, "{pushback}");
+            assert_eq!(*failures.lock().unwrap(), stopped, "{pushback}");
+        }
+
+        // A bound of 20 ms: 30 ms stops the call, 10 ms is waited exactly.
+        let (addr, log) = serve(|n, _| match n {
+            1 => Act::Status(Code::Unavailable, Some("10")),
+            2 => Act::Status(Code::Unavailable, Some("30")),
+            _ => Act::Pass,
+        })
+        .await;
+        let layer = config(&retry_policy(5, "[14]")).max_pushback(Duration::from_millis(20));
+        let (mut client, failures) = connect(addr, layer).await;
+
+        assert_eq!(
+            check(&mut client).await.unwrap_err().code(),
+            Code::Unavailable
+        );
+
+        assert_eq!(log.requests(), 2);
+        assert_eq!(
+            *failures.lock().unwrap(),
+            [
+                (
+                    1,
+                    ErrorClass::Transient,
+                    Next::Retry(Duration::from_millis(10))
+                ),
+                (
+                    2,
+                    ErrorClass::Transient,
+                    Next::Stop(StopReason::RetryAfterTooLong)
+                )
+            ]
+        );
+    })
+    .await
+}
+
 // Commitment: once response headers arrive that are not a Trailers-Only status.
 
 #[tokio::test]
