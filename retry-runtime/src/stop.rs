@@ -15,7 +15,8 @@ pub enum StopReason {
     NotIdempotent,
     /// Every allowed attempt was made.
     AttemptsExhausted,
-    /// The next wait would end after the deadline.
+    /// The next wait would end after the deadline, or (the gRPC layer) the deadline passed
+    /// while the attempt ran.
     DeadlineExceeded,
     /// The shared retry budget refused the retry.
     BudgetExhausted,

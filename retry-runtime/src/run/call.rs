@@ -302,6 +302,24 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         }
     }
 
+    /// The call's deadline (its own or an enclosing call's), if it has one.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::run::Call;
+    /// use retry_kit::RetryPolicy;
+    /// use std::time::Duration;
+    ///
+    /// let policy = RetryPolicy::new().deadline(Duration::from_secs(5));
+    /// let call = Call::new(&policy, false);
+    /// assert!(call.deadline().is_some());
+    /// assert!(Call::new(&RetryPolicy::new(), false).deadline().is_none());
+    /// ```
+    #[inline]
+    pub fn deadline(&self) -> Option<Instant> {
+        self.ctx.deadline
+    }
+
     /// The time left before the call's deadline (its own or an enclosing call's), if it has
     /// one.
     #[inline]

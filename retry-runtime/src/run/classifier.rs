@@ -1,6 +1,7 @@
 //! How the loop decides the class and the wait hint of an error.
 
 use crate::class::{Classify, ErrorClass};
+use crate::stop::StopReason;
 use std::time::Duration;
 
 /// Decides the class and the wait hint of an error: the [`Classify`] impl ([`ByTrait`]), a
@@ -42,6 +43,54 @@ pub trait Classifier<E: ?Sized> {
     fn repeatable(&self, error: &E) -> bool {
         let _ = error;
         true
+    }
+
+    /// A stop that `error` decides whatever its class and however many attempts are left,
+    /// asked before either: `None` (the default) leaves the decision to them. gRPC's classifier
+    /// stops an attempt that ended once the call's deadline had passed with
+    /// [`StopReason::DeadlineExceeded`], whatever the server answered at that moment.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::run::Classifier;
+    /// use retry_kit::{ErrorClass, Failure, Next, Retry, RetryPolicy, StopReason};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Debug)]
+    /// enum Error {
+    ///     Busy,
+    ///     /// The caller's own deadline passed: no other attempt is worth making.
+    ///     Late,
+    /// }
+    ///
+    /// struct ByKind;
+    ///
+    /// impl Classifier<Error> for ByKind {
+    ///     fn class(&self, _: &Error) -> ErrorClass {
+    ///         ErrorClass::Transient
+    ///     }
+    ///     fn retry_after(&self, _: &Error) -> Option<Duration> {
+    ///         None
+    ///     }
+    ///     fn stop_reason(&self, error: &Error) -> Option<StopReason> {
+    ///         matches!(error, Error::Late).then_some(StopReason::DeadlineExceeded)
+    ///     }
+    /// }
+    ///
+    /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(5);
+    /// let mut errors = vec![Error::Late, Error::Busy];
+    /// let mut next = Vec::new();
+    /// let result = Retry::new(&policy)
+    ///     .classify(ByKind)
+    ///     .on_failure(|failed: &Failure<'_, Error>| next.push(failed.next))
+    ///     .call(|| Err::<(), Error>(errors.pop().unwrap()));
+    /// assert!(matches!(result, Err(Error::Late)));
+    /// assert_eq!(next, [Next::Retry(Duration::ZERO), Next::Stop(StopReason::DeadlineExceeded)]);
+    /// ```
+    #[inline]
+    fn stop_reason(&self, error: &E) -> Option<StopReason> {
+        let _ = error;
+        None
     }
 
     /// Whether an error's [`retry_after`](Self::retry_after) is the wait before the next
@@ -175,6 +224,10 @@ impl<E: ?Sized, C: Classifier<E>> Classifier<E> for Borrowed<'_, C> {
     #[inline]
     fn repeatable(&self, error: &E) -> bool {
         self.0.repeatable(error)
+    }
+    #[inline]
+    fn stop_reason(&self, error: &E) -> Option<StopReason> {
+        self.0.stop_reason(error)
     }
     #[inline]
     fn exact_wait_limit(&self) -> Option<Duration> {

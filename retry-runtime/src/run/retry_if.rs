@@ -16,6 +16,7 @@ use super::hook::Hook;
 use super::outcome::Outcome;
 use super::retry::Retry;
 use super::shared::Equip;
+use crate::stop::StopReason;
 #[cfg(feature = "tokio")]
 use super::timeout::TimeoutSlot;
 use super::timeout::Untimed;
@@ -113,6 +114,13 @@ impl<T, E, C: Classifier<E>> Classifier<Rejected<T, E>> for IfRejected<C> {
         match rejected {
             Rejected::Value(_) => true,
             Rejected::Error(error) => self.0.repeatable(error),
+        }
+    }
+    #[inline]
+    fn stop_reason(&self, rejected: &Rejected<T, E>) -> Option<StopReason> {
+        match rejected {
+            Rejected::Value(_) => None,
+            Rejected::Error(error) => self.0.stop_reason(error),
         }
     }
     #[inline]

@@ -55,7 +55,11 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         } else {
             self.protection.failed(class);
         }
-        let verdict = match self.stop_for_class(class) {
+        // A stop the error decides (gRPC's deadline) comes before the class's and the count's.
+        let stop = classifier
+            .stop_reason(error)
+            .or_else(|| self.stop_for_class(class));
+        let verdict = match stop {
             Some(reason) => Err(reason),
             None if C::LIMITS_REPEATS && !classifier.repeatable(error) => {
                 Err(StopReason::NotRepeatable)
