@@ -73,7 +73,7 @@
 //! | a proxy's 429 or 503 without a gRPC status | as `UNAVAILABLE`, by the method's rule |
 //! | the request messages outgrew the buffer ([`buffer_limit`](GrpcRetryLayer::buffer_limit)) | **no**: committed to the attempt that sent them |
 //! | client- or bidi-streaming | only while every message sent so far is in the buffer, and nothing was received (a Trailers-Only status) |
-//! | the call's deadline passed | no: the deadline bounds all attempts together |
+//! | the call's deadline passed | no: the deadline bounds all attempts together, and the caller gets `DEADLINE_EXCEEDED` (`StopReason::DeadlineExceeded`) whatever ended the attempt then: the server's own timer for the attempt's `grpc-timeout` fires at the same moment, and what it answers (tonic's CANCELLED "Timeout expired") does not win over the client's deadline |
 //! | the breaker is open, or the throttling tokens are at half or below | no (a first attempt refused by the breaker is `UNAVAILABLE`, nothing sent) |
 //!
 //! On the wire:
@@ -82,8 +82,9 @@
 //!   (`1` on the second, `2` on the third), hedges included;
 //! - the call's deadline is the soonest of the caller's `grpc-timeout`
 //!   (`Request::set_timeout`), the method's `timeout`, the policy's `deadline` and an enclosing
-//!   retryable call's; each attempt is sent with the time left as its `grpc-timeout`, and
-//!   cancelled when the deadline passes;
+//!   retryable call's; each attempt is sent with the time left as its `grpc-timeout` (rounded
+//!   up to its unit, as grpc-go writes it, so that the server's timer never fires before the
+//!   caller's deadline), and cancelled when the deadline passes;
 //! - request messages (a gRPC body is length-prefixed frames) are replayed from a bounded
 //!   buffer, each attempt framed as the first ([`ReplayBody`](crate::tower::ReplayBody));
 //! - a `hedgingPolicy` starts the next attempt beside the running ones every `hedgingDelay`

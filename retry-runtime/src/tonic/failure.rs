@@ -5,7 +5,7 @@ use super::rules::Rule;
 use super::{Pushback, pushback};
 use crate::class::{Classify, ErrorClass};
 use crate::error::{CircuitOpen, TimedOut};
-use crate::run::Classifier;
+use crate::run::{Classifier, StopReason};
 use crate::tower::{BoxError, ReplayBody};
 use ::tonic::{Code, Status};
 use std::any::Any;
@@ -64,7 +64,9 @@ pub(crate) enum Kind {
     /// failure is idempotent-only and never repeated: a hedged call then waits for the
     /// attempts still running (a permanent class would cancel them).
     NotSentByLayer,
-    /// The call's deadline passed while the attempt ran.
+    /// The call's deadline had passed when the attempt ended, whatever ended it: the layer's
+    /// timer, or what the server (whose own timer for the attempt's `grpc-timeout` fires at
+    /// the same moment) answered then.
     DeadlineExceeded,
 }
 
@@ -157,6 +159,28 @@ impl GrpcFailure {
         }
     }
 
+    /// This failure as the call's deadline: what an attempt that ended once the deadline had
+    /// passed becomes, whatever ended it. The attempt is sent with exactly the time left, so
+    /// the server's timer fires with the layer's and either may answer first (tonic's server
+    /// with CANCELLED, "Timeout expired"); as in gRPC's own clients, the client's deadline
+    /// wins: the caller gets DEADLINE_EXCEEDED, and the call stops for the deadline. A status
+    /// that says DEADLINE_EXCEEDED already is kept as it is.
+    pub(crate) fn past_deadline(self) -> Self {
+        if self.code() == Code::DeadlineExceeded {
+            return GrpcFailure {
+                kind: Kind::DeadlineExceeded,
+                ..self
+            };
+        }
+        let message = format!("the call's deadline passed; the attempt then ended with {self}");
+        GrpcFailure {
+            status: Status::deadline_exceeded(message),
+            kind: Kind::DeadlineExceeded,
+            pushback: Pushback::Absent,
+            response: None,
+        }
+    }
+
     /// What the call returns when the loop stops on this failure: the server's own response
     /// if it answered, else the status as an error (which tonic takes as it is).
     pub(crate) fn into_result<B: 'static>(self) -> Result<::http::Response<B>, BoxError> {
@@ -230,6 +254,13 @@ impl<B> Classifier<GrpcFailure> for GrpcClassifier<'_, B> {
             Pushback::RetryAfter(wait) if failure.kind == Kind::Answered => Some(wait),
             _ => None,
         }
+    }
+
+    // Once the deadline has passed the call is over, whatever the class and the attempts left:
+    // the caller's deadline is the reason it ends.
+    #[inline]
+    fn stop_reason(&self, failure: &GrpcFailure) -> Option<StopReason> {
+        (failure.kind == Kind::DeadlineExceeded).then_some(StopReason::DeadlineExceeded)
     }
 
     const LIMITS_REPEATS: bool = true;

@@ -25,7 +25,7 @@ use ::tonic::{Code, Status};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tower_service::Service;
 
 const PREVIOUS_ATTEMPTS: HeaderName = HeaderName::from_static(wire::PREVIOUS_ATTEMPTS_KEY);
@@ -172,13 +172,15 @@ where
                     async move {
                         begin!(retry, Outcome<RB> => call, classifier, hook);
                         let timeout = deadline_timeout(call.time_left());
+                        let deadline = call.deadline();
                         let mut inner = inner;
                         let mut ready = true;
                         crate::retry_async!(call.after(&classifier, &mut hook) <- {
                             let (previous, left) = (call.attempt(), call.time_left());
                             let attempt = attempt(&mut inner, &mut ready, parts, body, previous, left);
                             let out = call.attempt_timed(&timeout, attempt, sleep).await;
-                            call.settle::<Outcome<RB>, _>(&timeout, out)
+                            let out = call.settle::<Outcome<RB>, _>(&timeout, out);
+                            at_deadline(out, deadline)
                         }, sleep: sleep)
                     }
                     .await
@@ -188,6 +190,7 @@ where
                     async move {
                         begin!(retry, Outcome<RB> => call, classifier, hook);
                         let timeout = deadline_timeout(call.time_left());
+                        let deadline = call.deadline();
                         let mut first = Some(inner);
                         crate::retry_hedged!(call.after_hedged(&classifier, &mut hook) <- {
                             let (service, ready) = match first.take() {
@@ -196,7 +199,8 @@ where
                             };
                             let (previous, left) = (call.attempt(), call.time_left());
                             owned_attempt(service, ready, parts, body, previous, left)
-                        }, outcome: Outcome<RB>, timeout: &timeout, then: |out| out,
+                        }, outcome: Outcome<RB>, timeout: &timeout,
+                           then: |out| at_deadline(out, deadline),
                            sleep: &sleep, hedge: delay)
                     }
                     .await
@@ -219,6 +223,16 @@ fn deadline_timeout(
             GrpcFailure::from as Conversion<TimedOut, GrpcFailure>,
         )
     })
+}
+
+/// An attempt's outcome, once the call's `deadline` has passed: the deadline's. The clock is
+/// read only for a failure, so a success costs nothing more.
+#[inline]
+fn at_deadline<RB>(out: Outcome<RB>, deadline: Option<Instant>) -> Outcome<RB> {
+    match (out, deadline) {
+        (Err(failure), Some(deadline)) if clock::now() >= deadline => Err(failure.past_deadline()),
+        (out, _) => out,
+    }
 }
 
 /// The sooner of two optional deadlines.

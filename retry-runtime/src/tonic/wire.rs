@@ -55,7 +55,10 @@ pub(crate) fn parse_timeout(value: &HeaderValue) -> Option<Duration> {
 }
 
 /// `left` as a `grpc-timeout` value: the finest unit whose count fits in 8 digits, rounded
-/// down (the server must not wait longer than the caller).
+/// up, as grpc-go rounds it: the server's timer for the attempt must never fire before the
+/// caller's deadline, which would hand the caller the server's answer to a deadline that had
+/// not passed yet (the caller's deadline wins). At most one unit later: under a microsecond
+/// for anything below 100 s.
 pub(crate) fn timeout_value(left: Duration) -> HeaderValue {
     const UNITS: [(char, u128); 6] = [
         ('n', 1),
@@ -68,7 +71,7 @@ pub(crate) fn timeout_value(left: Duration) -> HeaderValue {
     let nanos = left.as_nanos();
     let text = UNITS
         .iter()
-        .map(|(unit, size)| (nanos / size, unit))
+        .map(|(unit, size)| (nanos.div_ceil(*size), unit))
         .find(|(count, _)| *count < 100_000_000)
         .map_or_else(
             || "99999999H".to_owned(),
@@ -155,23 +158,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timeouts_round_trip_in_the_finest_unit_that_fits() {
+    fn timeouts_are_written_in_the_finest_unit_that_fits_rounded_up() {
         let cases = [
             (Duration::from_nanos(5), "5n"),
             (Duration::from_millis(1500), "1500000u"),
             (Duration::from_secs(30), "30000000u"),
             (Duration::from_secs(3000), "3000000m"),
             (Duration::from_secs(200_000), "200000S"),
-            (Duration::from_secs(6_000_000_000), "1666666H"),
-            (Duration::MAX, "99999999H"),
+            (Duration::from_secs(6_000_000_000), "1666667H"),
         ];
         for (left, text) in cases {
             let value = timeout_value(left);
             assert_eq!(value, text, "{left:?}");
-            assert!(parse_timeout(&value).unwrap() <= left);
+            assert!(parse_timeout(&value).unwrap() >= left);
         }
-        // Rounded down, never up.
-        assert_eq!(timeout_value(Duration::new(100, 999_999_999)), "100999m");
+        // Rounded up, never down: the server's timer must not fire before the caller's.
+        assert_eq!(timeout_value(Duration::new(100, 999_999_999)), "101000m");
+        assert_eq!(timeout_value(Duration::new(99, 999_999_999)), "100000m");
+        assert_eq!(timeout_value(Duration::from_nanos(99_999_999)), "99999999n");
+        // Past what 8 digits of hours hold: the most there is.
+        assert_eq!(timeout_value(Duration::MAX), "99999999H");
     }
 
     #[test]
