@@ -23,9 +23,13 @@
 //! suggests the nearest accepted one; a bad value is the attribute's error for it. Values that
 //! arrive as strings (environment variables) are read as the number or flag they spell.
 
+#[cfg(feature = "serde")]
 mod policy;
+#[cfg(feature = "serde")]
 mod settings;
+#[cfg(feature = "serde")]
 mod status;
+#[cfg(feature = "serde")]
 mod value;
 
 /// The attribute's vocabulary, compiled here from retry-macros' own files.
@@ -33,16 +37,24 @@ mod vocabulary {
     retry_macros::__vocabulary!();
 }
 
+#[cfg(feature = "serde")]
 pub(crate) use value::duration_text;
+#[cfg(feature = "serde")]
 pub(crate) use vocabulary::duration::parse_duration;
 
+#[cfg(feature = "serde")]
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, Error, MapAccess};
+#[cfg(feature = "serde")]
 use value::Value;
+#[cfg(feature = "serde")]
 use vocabulary::keys::{self, SYNONYMS};
-use vocabulary::spelling::nearest;
+/// The nearest accepted word to a misspelt one; `tonic`'s service config suggests keys with it
+/// too.
+pub(crate) use vocabulary::spelling::nearest;
 
 /// A runtime enum named by words in a configuration (`Backoff`, `Jitter`, `Nested`); the impls
 /// are generated from the key table by `__vocabulary!`.
+#[cfg_attr(not(feature = "serde"), allow(dead_code))]
 pub(crate) trait Word: Copy + Sized {
     /// The word for this value.
     fn word(self) -> &'static str;
@@ -53,6 +65,7 @@ pub(crate) trait Word: Copy + Sized {
 /// Read the entries of `map`, each key once, through `accept(key, map)`, which reads the
 /// key's value (with [`Checked`], so that a format that knows where each value is, as TOML
 /// does, points at it): a key not in `names`, or one given twice, is an error that names it.
+#[cfg(feature = "serde")]
 fn read_keys<'de, A: MapAccess<'de>>(
     mut map: A,
     what: &str,
@@ -74,11 +87,13 @@ fn read_keys<'de, A: MapAccess<'de>>(
 
 /// A key, which must be one of `names`: the error is raised while the key is read, where the
 /// format knows its place.
+#[cfg(feature = "serde")]
 struct KnownKey<'a> {
     what: &'a str,
     names: &'a [&'static str],
 }
 
+#[cfg(feature = "serde")]
 impl<'de> DeserializeSeed<'de> for KnownKey<'_> {
     type Value = &'static str;
 
@@ -93,8 +108,10 @@ impl<'de> DeserializeSeed<'de> for KnownKey<'_> {
 
 /// A value read as a [`Value`] and checked by the function inside, whose error becomes the
 /// format's error at the value.
+#[cfg(feature = "serde")]
 struct Checked<F>(F);
 
+#[cfg(feature = "serde")]
 impl<'de, T, F: FnOnce(Value) -> Result<T, String>> DeserializeSeed<'de> for Checked<F> {
     type Value = T;
 
@@ -106,6 +123,7 @@ impl<'de, T, F: FnOnce(Value) -> Result<T, String>> DeserializeSeed<'de> for Che
 
 /// The message for a key `what` does not accept: the key another retry library uses for it,
 /// or the nearest accepted key, then every accepted key.
+#[cfg(feature = "serde")]
 fn unknown_key(key: &str, what: &str, names: &[&str]) -> String {
     let lower = key.to_ascii_lowercase();
     let synonym = SYNONYMS

@@ -43,7 +43,8 @@ pub mod breaker;
 pub mod budget;
 pub mod class;
 pub mod clock;
-#[cfg(feature = "serde")]
+// Without `serde`, only its vocabulary: the nearest-key suggestion of `tonic`'s service config.
+#[cfg(any(feature = "serde", feature = "tonic"))]
 mod config;
 pub mod context;
 pub mod durable;

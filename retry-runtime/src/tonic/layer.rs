@@ -133,6 +133,10 @@ impl GrpcRetryLayer {
     /// throttled by `retryThrottling` (one [`RetryBudget`] for the layer, see
     /// [`retry_throttling`](Self::retry_throttling)). A config that breaks one of gRFC A6's
     /// rules is an error naming the field; `maxAttempts` above 5 is taken as 5, as A6 says.
+    /// A key that gRPC's service config does not define is an error too, naming the nearest
+    /// key it does (gRPC itself would ignore it, and a misspelt `methodConfig` would leave a
+    /// layer that retries nothing); keys gRPC defines that the layer has no use for
+    /// (`loadBalancingConfig`, `waitForReady`, ...) are ignored.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -147,6 +151,10 @@ impl GrpcRetryLayer {
     /// let error = GrpcRetryLayer::from_service_config(r#"{"retryThrottling": {"maxTokens": 0,
     ///     "tokenRatio": 0.1}}"#).unwrap_err();
     /// assert_eq!(error.field(), "retryThrottling.maxTokens");
+    ///
+    /// let error = GrpcRetryLayer::from_service_config(r#"{"methodConfigs": []}"#).unwrap_err();
+    /// assert_eq!(error.field(), "methodConfigs");
+    /// assert!(error.rule().ends_with("did you mean `methodConfig`?"));
     /// ```
     pub fn from_service_config(json: &str) -> Result<Self, ServiceConfigError> {
         service_config::parse(json).map(GrpcRetryLayer::with_rules)

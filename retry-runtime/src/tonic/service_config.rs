@@ -2,10 +2,14 @@
 //! entries with their names, `retryPolicy`, `hedgingPolicy` and `timeout`, and
 //! `retryThrottling`, checked by gRFC A6's validation rules. Every violation is a
 //! [`ServiceConfigError`] naming the field (`methodConfig[0].retryPolicy.maxAttempts`) and the
-//! rule it breaks. Fields this layer has no use for (`loadBalancingConfig`, `waitForReady`,
-//! `maxRequestMessageBytes`, ...) are ignored, as gRPC ignores what it does not know.
+//! rule it breaks. Keys gRPC defines that this layer has no use for (`loadBalancingConfig`,
+//! `waitForReady`, `maxRequestMessageBytes`, ...) are ignored. Any other key is refused, naming
+//! the nearest key gRPC defines there: gRPC itself ignores keys it does not know, so a misspelt
+//! `methodConfig` or `retryableStatusCodes` would leave a layer that silently retries less
+//! than its config says.
 
 use super::rules::{Codes, Method, Plan, Rule, Rules};
+use crate::config::nearest;
 use crate::policy::{Jitter, RetryPolicy};
 use crate::policy_cell::PolicySource;
 use ::tonic::Code;
@@ -90,6 +94,116 @@ fn error(field: &str, rule: impl Into<String>) -> ServiceConfigError {
     }
 }
 
+/// One kind of object in a service config: the keys gRPC defines in it (`service_config.proto`
+/// in its JSON names), and what an error calls it.
+struct Shape {
+    what: &'static str,
+    keys: &'static [&'static str],
+}
+
+const ROOT: Shape = Shape {
+    what: "the service config",
+    keys: &[
+        "loadBalancingPolicy",
+        "loadBalancingConfig",
+        "methodConfig",
+        "retryThrottling",
+        "healthCheckConfig",
+        "connectionScaling",
+    ],
+};
+
+const METHOD_CONFIG: Shape = Shape {
+    what: "a methodConfig entry",
+    keys: &[
+        "name",
+        "waitForReady",
+        "timeout",
+        "maxRequestMessageBytes",
+        "maxResponseMessageBytes",
+        "retryPolicy",
+        "hedgingPolicy",
+    ],
+};
+
+const NAME: Shape = Shape {
+    what: "a name",
+    keys: &["service", "method"],
+};
+
+const RETRY_POLICY: Shape = Shape {
+    what: "a retryPolicy",
+    keys: &[
+        "maxAttempts",
+        "initialBackoff",
+        "maxBackoff",
+        "backoffMultiplier",
+        "retryableStatusCodes",
+    ],
+};
+
+const HEDGING_POLICY: Shape = Shape {
+    what: "a hedgingPolicy",
+    keys: &["maxAttempts", "hedgingDelay", "nonFatalStatusCodes"],
+};
+
+const RETRY_THROTTLING: Shape = Shape {
+    what: "retryThrottling",
+    keys: &["maxTokens", "tokenRatio"],
+};
+
+const SHAPES: [&Shape; 6] = [
+    &ROOT,
+    &METHOD_CONFIG,
+    &NAME,
+    &RETRY_POLICY,
+    &HEDGING_POLICY,
+    &RETRY_THROTTLING,
+];
+
+/// `value` as an object of `shape`: a key gRPC does not define there is an error naming it,
+/// with where it belongs if it is a key of another object, else the nearest key that is.
+/// Checked before any value, so that a misspelt key is reported as itself, not as the key it
+/// was meant to be gone missing.
+fn object_of<'v>(
+    value: &'v Value,
+    path: &str,
+    shape: &Shape,
+) -> Result<&'v Map<String, Value>, ServiceConfigError> {
+    let object = object(value, path)?;
+    let Some(key) = object
+        .keys()
+        .find(|key| !shape.keys.contains(&key.as_str()))
+    else {
+        return Ok(object);
+    };
+    let owners: Vec<&str> = SHAPES
+        .iter()
+        .filter(|other| other.keys.contains(&key.as_str()))
+        .map(|other| other.what)
+        .collect();
+    let hint = match (owners.as_slice(), nearest(key, shape.keys)) {
+        ([], None) => String::new(),
+        ([], Some(near)) => format!("; did you mean `{near}`?"),
+        (owners, _) => format!("; `{key}` goes in {}", owners.join(" or ")),
+    };
+    let field = match path {
+        ROOT_PATH => key.clone(),
+        path => at(path, key),
+    };
+    Err(error(
+        &field,
+        format!(
+            "is not a key of {}, whose keys are {}{hint}",
+            shape.what,
+            shape.keys.join(", ")
+        ),
+    ))
+}
+
+/// The path the errors give the config's root object itself.
+const ROOT_PATH: &str = "(root)";
+
 /// gRFC A6's client-side cap on `maxAttempts`: a larger value is taken as this one.
 const MAX_ATTEMPTS: u64 = 5;
 
@@ -97,7 +211,7 @@ const MAX_ATTEMPTS: u64 = 5;
 pub(crate) fn parse(json: &str) -> Result<Rules, ServiceConfigError> {
     let root: Value =
         serde_json::from_str(json).map_err(|e| error("", format!("not valid JSON: {e}")))?;
-    let root = object(&root, "(root)")?;
+    let root = object_of(&root, ROOT_PATH, &ROOT)?;
     let mut rules = Rules::default();
     if let Some(entries) = field(root, "methodConfig") {
         for (i, entry) in array(entries, "methodConfig")?.iter().enumerate() {
@@ -111,7 +225,7 @@ pub(crate) fn parse(json: &str) -> Result<Rules, ServiceConfigError> {
 }
 
 fn method_config(value: &Value, path: &str, rules: &mut Rules) -> Result<(), ServiceConfigError> {
-    let entry = object(value, path)?;
+    let entry = object_of(value, path, &METHOD_CONFIG)?;
     let timeout = match field(entry, "timeout") {
         Some(value) => Some(non_negative(value, &format!("{path}.timeout"))?),
         None => None,
@@ -133,7 +247,7 @@ fn method_config(value: &Value, path: &str, rules: &mut Rules) -> Result<(), Ser
     };
     for (j, name) in array(names, &format!("{path}.name"))?.iter().enumerate() {
         let at = format!("{path}.name[{j}]");
-        let name = object(name, &at)?;
+        let name = object_of(name, &at, &NAME)?;
         let service = optional_str(name, "service", &at)?.unwrap_or("");
         let method = optional_str(name, "method", &at)?.filter(|m| !m.is_empty());
         if service.is_empty() && method.is_some() {
@@ -159,7 +273,7 @@ fn method_config(value: &Value, path: &str, rules: &mut Rules) -> Result<(), Ser
 }
 
 fn retry_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
-    let policy = object(value, path)?;
+    let policy = object_of(value, path, &RETRY_POLICY)?;
     let attempts = max_attempts(policy, path)?;
     let initial = positive(
         required(policy, "initialBackoff", path)?,
@@ -206,7 +320,7 @@ fn retry_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
 }
 
 fn hedging_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
-    let policy = object(value, path)?;
+    let policy = object_of(value, path, &HEDGING_POLICY)?;
     let attempts = max_attempts(policy, path)?;
     let delay = match field(policy, "hedgingDelay") {
         Some(value) => non_negative(value, &at(path, "hedgingDelay"))?,
@@ -229,7 +343,7 @@ fn hedging_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError>
 }
 
 fn retry_throttling(value: &Value, path: &str) -> Result<(u32, f64), ServiceConfigError> {
-    let throttling = object(value, path)?;
+    let throttling = object_of(value, path, &RETRY_THROTTLING)?;
     let max_tokens = match required(throttling, "maxTokens", path)?.as_u64() {
         Some(n @ 1..=1000) => n as u32,
         _ => {

@@ -154,6 +154,43 @@ async fn max_attempts_above_five_is_five() {
     .await
 }
 
+/// A misspelt key used to leave a layer that retried nothing (`methodConfigs`, a
+/// `retryPolicy` at the top level) or blamed the key that was meant (`retryableStatusCode`
+/// reported `retryableStatusCodes` as missing): each is refused, naming the key as written.
+#[test]
+fn a_misspelt_service_config_is_refused_not_a_layer_that_does_less() {
+    let entry = retry_policy(4, r#"["UNAVAILABLE"]"#);
+    let cases = [
+        (
+            format!(r#"{{"methodConfigs": [{entry}]}}"#),
+            "methodConfigs",
+            "did you mean `methodConfig`?",
+        ),
+        (
+            format!(
+                r#"{{"retryPolicy": {{"maxAttempts": 4, "initialBackoff": "0.1s",
+                    "maxBackoff": "1s", "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"]}}}}"#
+            ),
+            "retryPolicy",
+            "`retryPolicy` goes in a methodConfig entry",
+        ),
+        (
+            format!(
+                r#"{{"methodConfig": [{}]}}"#,
+                entry.replace("retryableStatusCodes", "retryableStatusCode")
+            ),
+            "methodConfig[0].retryPolicy.retryableStatusCode",
+            "did you mean `retryableStatusCodes`?",
+        ),
+    ];
+    for (config, field, hint) in cases {
+        let error = GrpcRetryLayer::from_service_config(&config).unwrap_err();
+        assert_eq!(error.field(), field);
+        assert!(error.to_string().contains(hint), "{error}");
+    }
+}
+
 #[tokio::test]
 async fn a_method_without_a_policy_is_called_once() {
     bounded(async {

@@ -129,7 +129,7 @@ fn retry_throttling_reads_and_ignores_decimals_beyond_the_third() {
 }
 
 #[test]
-fn unknown_fields_and_nulls_are_ignored() {
+fn keys_the_layer_has_no_use_for_and_nulls_are_ignored() {
     let config = r#"{"loadBalancingConfig": [{"round_robin": {}}],
         "methodConfig": [{"name": [{}], "waitForReady": true, "hedgingPolicy": null,
                           "timeout": null}]}"#;
@@ -343,4 +343,94 @@ fn the_shape_is_checked_before_the_values() {
         "methodConfig[0].retryPolicy"
     );
     assert_eq!(field_of(r#"{"retryThrottling": 3}"#), "retryThrottling");
+}
+
+// Keys gRPC does not define: refused, never a layer that silently does less than it says.
+
+#[test]
+fn a_misspelt_key_is_refused_with_the_nearest_known_one_at_every_level() {
+    let cases = [
+        (
+            r#"{"methodConfigs": []}"#.to_owned(),
+            "methodConfigs",
+            "methodConfig",
+        ),
+        (
+            r#"{"method_config": []}"#.to_owned(),
+            "method_config",
+            "methodConfig",
+        ),
+        (
+            one_entry(r#""timout": "1s""#),
+            "methodConfig[0].timout",
+            "timeout",
+        ),
+        (
+            r#"{"methodConfig": [{"name": [{"services": "a.B"}]}]}"#.to_owned(),
+            "methodConfig[0].name[0].services",
+            "service",
+        ),
+        (
+            one_entry(&RETRY.replace("retryableStatusCodes", "retryableStatusCode")),
+            "methodConfig[0].retryPolicy.retryableStatusCode",
+            "retryableStatusCodes",
+        ),
+        (
+            one_entry(&RETRY.replace("maxAttempts", "MaxAttempts")),
+            "methodConfig[0].retryPolicy.MaxAttempts",
+            "maxAttempts",
+        ),
+        (
+            one_entry(r#""hedgingPolicy": {"maxAttempts": 2, "hedgeDelay": "1s"}"#),
+            "methodConfig[0].hedgingPolicy.hedgeDelay",
+            "hedgingDelay",
+        ),
+        (
+            r#"{"retryThrottling": {"maxToken": 10, "tokenRatio": 0.1}}"#.to_owned(),
+            "retryThrottling.maxToken",
+            "maxTokens",
+        ),
+    ];
+    for (config, field, near) in cases {
+        let (at, rule) = refused(&config);
+        assert_eq!(at, field, "{config}");
+        assert!(rule.contains(&format!("did you mean `{near}`?")), "{rule}");
+    }
+}
+
+#[test]
+fn a_key_of_another_level_says_where_it_goes() {
+    let (field, rule) = refused(&format!("{{{RETRY}}}"));
+    assert_eq!(field, "retryPolicy");
+    assert!(
+        rule.ends_with("`retryPolicy` goes in a methodConfig entry"),
+        "{rule}"
+    );
+
+    let (field, rule) = refused(&one_entry(r#""maxAttempts": 3"#));
+    assert_eq!(field, "methodConfig[0].maxAttempts");
+    assert!(
+        rule.ends_with("`maxAttempts` goes in a retryPolicy or a hedgingPolicy"),
+        "{rule}"
+    );
+}
+
+#[test]
+fn an_unknown_key_reads_as_a_sentence_naming_it_the_keys_and_the_nearest() {
+    let error = parse(r#"{"methodConfigs": [{"name": [{}]}]}"#).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "service config: methodConfigs: is not a key of the service config, whose keys are \
+         loadBalancingPolicy, loadBalancingConfig, methodConfig, retryThrottling, \
+         healthCheckConfig, connectionScaling; did you mean `methodConfig`?"
+    );
+    // The misspelt key is named, not the one it was meant to be reported missing.
+    let singular = retry_with("retryableStatusCodes", None).replace(
+        r#""maxAttempts""#,
+        r#""retryableStatusCode": ["UNAVAILABLE"], "maxAttempts""#,
+    );
+    assert_eq!(
+        field_of(&singular),
+        "methodConfig[0].retryPolicy.retryableStatusCode"
+    );
 }
