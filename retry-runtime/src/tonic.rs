@@ -73,6 +73,7 @@
 //! | a proxy's 429 or 503 without a gRPC status | as `UNAVAILABLE`, by the method's rule |
 //! | the request messages outgrew the buffer ([`buffer_limit`](GrpcRetryLayer::buffer_limit)) | **no**: committed to the attempt that sent them |
 //! | client- or bidi-streaming | only while every message sent so far is in the buffer, and nothing was received (a Trailers-Only status) |
+//! | no response headers within the attempt's own limit (a `retryPolicy`'s `perAttemptRecvTimeout`, or [`attempt_timeout`](GrpcRetryLayer::attempt_timeout)): the attempt is cancelled, `CANCELLED` | under a service config, yes, whatever the codes listed (gRPC's C core does the same), within `maxAttempts` and the throttling; with [`GrpcRetryLayer::new`], only with an idempotent policy, as every attempt timeout in the crate |
 //! | the call's deadline passed | no: the deadline bounds all attempts together, and the caller gets `DEADLINE_EXCEEDED` (`StopReason::DeadlineExceeded`) whatever ended the attempt then: the server's own timer for the attempt's `grpc-timeout` fires at the same moment, and what it answers (tonic's CANCELLED "Timeout expired") does not win over the client's deadline |
 //! | the breaker is open, or the throttling tokens are at half or below | no (a first attempt refused by the breaker is `UNAVAILABLE`, nothing sent) |
 //!
@@ -85,6 +86,10 @@
 //!   retryable call's; each attempt is sent with the time left as its `grpc-timeout` (rounded
 //!   up to its unit, as grpc-go writes it, so that the server's timer never fires before the
 //!   caller's deadline), and cancelled when the deadline passes;
+//! - a per-attempt limit (the C core's `perAttemptRecvTimeout`, or the layer's
+//!   [`attempt_timeout`](GrpcRetryLayer::attempt_timeout); the smaller applies) runs from the
+//!   attempt's start until its response headers, as in the C core: an answer that has begun
+//!   is the call's and is never cut;
 //! - request messages (a gRPC body is length-prefixed frames) are replayed from a bounded
 //!   buffer, each attempt framed as the first ([`ReplayBody`](crate::tower::ReplayBody));
 //! - a `hedgingPolicy` starts the next attempt beside the running ones every `hedgingDelay`

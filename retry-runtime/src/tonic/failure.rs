@@ -64,6 +64,11 @@ pub(crate) enum Kind {
     /// failure is idempotent-only and never repeated: a hedged call then waits for the
     /// attempts still running (a permanent class would cancel them).
     NotSentByLayer,
+    /// The attempt had no response headers within its per-attempt timeout (the method's
+    /// `perAttemptRecvTimeout`, the layer's `attempt_timeout`) and was cancelled: under a
+    /// service config it is retried whatever the codes listed, as gRPC's C core retries it;
+    /// under the crate's table it is idempotent-only, as every attempt timeout in the crate.
+    TimedOut,
     /// The call's deadline had passed when the attempt ended, whatever ended it: the layer's
     /// timer, or what the server (whose own timer for the attempt's `grpc-timeout` fires at
     /// the same moment) answered then.
@@ -205,7 +210,8 @@ impl GrpcFailure {
                 ErrorClass::Transient
             }
             (Kind::Answered, Rule::Listed(_)) => ErrorClass::Permanent,
-            (Kind::NotSent, _) => ErrorClass::Transient,
+            (Kind::NotSent, _) | (Kind::TimedOut, Rule::Listed(_)) => ErrorClass::Transient,
+            (Kind::TimedOut, Rule::Table) => ErrorClass::IdempotentOnly,
             (Kind::MaybeProcessed | Kind::DeadlineExceeded | Kind::NotSentByLayer, _) => {
                 ErrorClass::IdempotentOnly
             }
@@ -285,11 +291,18 @@ impl<B> Classifier<GrpcFailure> for GrpcClassifier<'_, B> {
     }
 }
 
+/// An attempt cut by its timer: by the per-attempt timeout, as CANCELLED (what gRPC's C core
+/// reports for `perAttemptRecvTimeout`), or by the deadline, which the layer then reports as
+/// the deadline (see [`GrpcFailure::past_deadline`]).
 impl From<TimedOut> for GrpcFailure {
-    fn from(_: TimedOut) -> Self {
+    fn from(cut: TimedOut) -> Self {
+        let message = format!(
+            "the attempt had no response within its per-attempt timeout of {:?}",
+            cut.limit()
+        );
         GrpcFailure {
-            status: Status::deadline_exceeded("the call's deadline passed during the attempt"),
-            kind: Kind::DeadlineExceeded,
+            status: Status::cancelled(message),
+            kind: Kind::TimedOut,
             pushback: Pushback::Absent,
             response: None,
         }

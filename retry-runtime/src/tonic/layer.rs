@@ -74,6 +74,9 @@ pub struct GrpcRetryLayer<H = NoHook> {
     pub(crate) buffer_limit: usize,
     /// The longest pushback a service config's method waits exactly; a longer one stops it.
     pub(crate) max_pushback: Duration,
+    /// Each attempt's limit until its response headers, from
+    /// [`attempt_timeout`](GrpcRetryLayer::attempt_timeout).
+    pub(crate) attempt_timeout: Option<Duration>,
     /// The `PerKey` key of requests whose URI names no host (`host:port`), from
     /// [`origin`](GrpcRetryLayer::origin).
     pub(crate) origin: Option<Arc<str>>,
@@ -121,6 +124,7 @@ impl GrpcRetryLayer {
             plan: Plan::Retry {
                 policy,
                 rule: Rule::Table,
+                recv_timeout: None,
             },
             timeout: None,
         };
@@ -129,7 +133,9 @@ impl GrpcRetryLayer {
 
     /// Retry by a gRPC service config (its JSON form): each method by its `methodConfig`
     /// entry (its own name, else its service's, else the empty default name; a method that no
-    /// entry names is called once), its `retryPolicy` or `hedgingPolicy` and its `timeout`,
+    /// entry names is called once), its `retryPolicy` (with gRPC's C core's
+    /// `perAttemptRecvTimeout`, see [`attempt_timeout`](Self::attempt_timeout)) or
+    /// `hedgingPolicy` and its `timeout`,
     /// throttled by `retryThrottling` (one [`RetryBudget`] for the layer, see
     /// [`retry_throttling`](Self::retry_throttling)). A config that breaks one of gRFC A6's
     /// rules is an error naming the field; `maxAttempts` above 5 is taken as 5, as A6 says.
@@ -172,6 +178,7 @@ impl GrpcRetryLayer {
             throttling,
             buffer_limit: DEFAULT_BUFFER_LIMIT,
             max_pushback: DEFAULT_MAX_PUSHBACK,
+            attempt_timeout: None,
             origin: None,
         }
     }
@@ -202,6 +209,7 @@ impl<H> GrpcRetryLayer<H> {
             throttling: self.throttling,
             buffer_limit: self.buffer_limit,
             max_pushback: self.max_pushback,
+            attempt_timeout: self.attempt_timeout,
             origin: self.origin,
         }
     }
@@ -324,6 +332,37 @@ impl<H> GrpcRetryLayer<H> {
     /// ```
     pub const fn max_pushback(mut self, limit: Duration) -> Self {
         self.max_pushback = limit;
+        self
+    }
+
+    /// Cancel each attempt that has no response headers after `limit` (the smaller of this
+    /// and a method's `perAttemptRecvTimeout` applies; the deadline still bounds every
+    /// attempt), as the HTTP layers' `attempt_timeout` cancels an attempt. An answer that has
+    /// begun is the call's and is never cut: like gRPC's `perAttemptRecvTimeout`, the limit
+    /// runs until the call is committed.
+    ///
+    /// A cut attempt is `CANCELLED` (as gRPC's C core reports one cut by
+    /// `perAttemptRecvTimeout`). Under a service config it is retried whatever
+    /// `retryableStatusCodes` lists, within `maxAttempts` and the throttling, as the C core
+    /// retries it; under [`new`](GrpcRetryLayer::new) it is idempotent-only, as every attempt
+    /// timeout in the crate (the handler may have run): retried only when the policy is
+    /// [`idempotent`](RetryPolicy::idempotent). A tower timeout below the layer is no
+    /// substitute: its error reaches the layer as a transport failure that may have been
+    /// processed, which a service config never retries.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::RetryPolicy;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    /// use std::time::Duration;
+    ///
+    /// // A replica that has not answered within 200 ms is stuck: try another.
+    /// let policy = RetryPolicy::exponential(Duration::from_millis(20)).attempts(3).idempotent(true);
+    /// let layer = GrpcRetryLayer::new(policy).attempt_timeout(Duration::from_millis(200));
+    /// # let _ = layer;
+    /// ```
+    pub const fn attempt_timeout(mut self, limit: Duration) -> Self {
+        self.attempt_timeout = Some(limit);
         self
     }
 

@@ -46,8 +46,12 @@ pub(crate) enum Plan {
     /// One attempt: neither `retryPolicy` nor `hedgingPolicy` (the `timeout` still applies).
     Once,
     /// One attempt after another, by `policy` (the layer's own, or what a cell holds when the
-    /// call starts).
-    Retry { policy: PolicySource, rule: Rule },
+    /// call starts); `recv_timeout` is the `retryPolicy`'s `perAttemptRecvTimeout`.
+    Retry {
+        policy: PolicySource,
+        rule: Rule,
+        recv_timeout: Option<Duration>,
+    },
     /// A new attempt beside the running ones every `delay`, up to the policy's attempts.
     Hedge {
         policy: RetryPolicy,
@@ -150,6 +154,7 @@ mod tests {
             plan: Plan::Retry {
                 policy: PolicySource::Own(RetryPolicy::new().attempts(attempts)),
                 rule: Rule::Table,
+                recv_timeout: None,
             },
             timeout: None,
         }

@@ -1,6 +1,7 @@
 //! [`GrpcRetryService`]: one gRPC call through the engine. The call's method picks its plan
 //! (one attempt, retries, or hedges); the deadline (`grpc-timeout`, the method's `timeout`,
-//! the policy's, an enclosing call's) bounds every attempt together; each attempt is the
+//! the policy's, an enclosing call's) bounds every attempt together, and a per-attempt timeout
+//! (`perAttemptRecvTimeout`, `.attempt_timeout`) each one until its response headers; each attempt is the
 //! original request with a replay of its messages, `grpc-previous-rpc-attempts` and the time
 //! left; its response headers say whether it is committed.
 
@@ -130,21 +131,27 @@ where
             Some(_) => None,
             None => layer.throttling.clone(),
         };
-        let (policy, rule, hedge) = match method.plan {
+        let (policy, rule, hedge, recv_timeout) = match method.plan {
             // No code is retryable for a method without a policy: A6 charges the throttling
             // tokens for none of its failures (and refunds its successes).
             Plan::Once => (
                 RetryPolicy::new().attempts(1),
                 Rule::Listed(Codes::default()),
                 None,
+                None,
             ),
-            Plan::Retry { policy, rule } => (policy.current(), rule, None),
+            Plan::Retry {
+                policy,
+                rule,
+                recv_timeout,
+            } => (policy.current(), rule, None, recv_timeout),
             Plan::Hedge {
                 policy,
                 delay,
                 rule,
-            } => (policy, rule, Some(delay)),
+            } => (policy, rule, Some(delay), None),
         };
+        let per_attempt = earliest(recv_timeout, layer.attempt_timeout);
         let policy = match earliest(deadline, policy.total_deadline()) {
             Some(deadline) => policy.deadline(deadline),
             None => policy,
@@ -171,7 +178,7 @@ where
                 None => {
                     async move {
                         begin!(retry, Outcome<RB> => call, classifier, hook);
-                        let timeout = deadline_timeout(call.time_left());
+                        let timeout = attempt_limit(call.time_left(), per_attempt);
                         let deadline = call.deadline();
                         let mut inner = inner;
                         let mut ready = true;
@@ -179,7 +186,10 @@ where
                             let (previous, left) = (call.attempt(), call.time_left());
                             let attempt = attempt(&mut inner, &mut ready, parts, body, previous, left);
                             let out = call.attempt_timed(&timeout, attempt, sleep).await;
-                            let out = call.settle::<Outcome<RB>, _>(&timeout, out);
+                            // Not `call.settle`, which makes every cut attempt idempotent-only:
+                            // under a service config one cut by the per-attempt timeout is
+                            // retried as the C core retries it (the classifier's rule).
+                            let out = out.unwrap_or_else(|cut| Err(GrpcFailure::from(cut)));
                             at_deadline(out, deadline)
                         }, sleep: sleep)
                     }
@@ -189,7 +199,7 @@ where
                     // Owns the spare service: the attempts borrow nothing that is not `Sync`.
                     async move {
                         begin!(retry, Outcome<RB> => call, classifier, hook);
-                        let timeout = deadline_timeout(call.time_left());
+                        let timeout = attempt_limit(call.time_left(), per_attempt);
                         let deadline = call.deadline();
                         let mut first = Some(inner);
                         crate::retry_hedged!(call.after_hedged(&classifier, &mut hook) <- {
@@ -211,18 +221,20 @@ where
     }
 }
 
-/// The attempt limit that makes the deadline bound every attempt: with a deadline, each
-/// attempt is cancelled when it passes (the engine takes the smaller of this limit and the
-/// time left); without one, nothing is timed.
-fn deadline_timeout(
+/// Each attempt's limit: the per-attempt timeout (`perAttemptRecvTimeout`, `.attempt_timeout`),
+/// if any, and the deadline, which bounds every attempt (the engine takes the smaller of the
+/// limit and the time left). Without either, nothing is timed.
+fn attempt_limit(
     left: Option<Duration>,
+    per_attempt: Option<Duration>,
 ) -> Option<(Duration, Conversion<TimedOut, GrpcFailure>)> {
-    left.map(|_| {
-        (
-            Duration::MAX,
+    match (left, per_attempt) {
+        (None, None) => None,
+        (_, limit) => Some((
+            limit.unwrap_or(Duration::MAX),
             GrpcFailure::from as Conversion<TimedOut, GrpcFailure>,
-        )
-    })
+        )),
+    }
 }
 
 /// An attempt's outcome, once the call's `deadline` has passed: the deadline's. The clock is

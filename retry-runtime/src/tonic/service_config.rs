@@ -1,5 +1,6 @@
 //! Reading a gRPC service config (the JSON form) into the layer's [`Rules`]: `methodConfig`
-//! entries with their names, `retryPolicy`, `hedgingPolicy` and `timeout`, and
+//! entries with their names, `retryPolicy` (with the C core's `perAttemptRecvTimeout`),
+//! `hedgingPolicy` and `timeout`, and
 //! `retryThrottling`, checked by gRFC A6's validation rules. Every violation is a
 //! [`ServiceConfigError`] naming the field (`methodConfig[0].retryPolicy.maxAttempts`) and the
 //! rule it breaks. Keys gRPC defines that this layer has no use for (`loadBalancingConfig`,
@@ -139,6 +140,7 @@ const RETRY_POLICY: Shape = Shape {
         "maxBackoff",
         "backoffMultiplier",
         "retryableStatusCodes",
+        "perAttemptRecvTimeout",
     ],
 };
 
@@ -290,14 +292,28 @@ fn retry_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
             _ => return Err(error(&field, "must be a number greater than 0 (gRFC A6)")),
         }
     };
-    let codes = codes(
-        required(policy, "retryableStatusCodes", path)?,
-        &at(path, "retryableStatusCodes"),
-    )?;
-    if codes == Codes::default() {
+    // gRPC's C core: an attempt with no response headers after this long is cancelled and
+    // retried, whatever `retryableStatusCodes` lists.
+    let recv_timeout = match field(policy, "perAttemptRecvTimeout") {
+        Some(value) => Some(positive(value, &at(path, "perAttemptRecvTimeout"))?),
+        None => None,
+    };
+    // With a per-attempt timeout the codes may be left out (the C core's rule): the policy
+    // then retries only attempts that timed out.
+    let codes = match (field(policy, "retryableStatusCodes"), recv_timeout) {
+        (Some(value), _) => codes(value, &at(path, "retryableStatusCodes"))?,
+        (None, Some(_)) => Codes::default(),
+        (None, None) => {
+            return Err(error(
+                &at(path, "retryableStatusCodes"),
+                "is required (gRFC A6), unless perAttemptRecvTimeout is set",
+            ));
+        }
+    };
+    if codes == Codes::default() && recv_timeout.is_none() {
         return Err(error(
             &at(path, "retryableStatusCodes"),
-            "must list at least one status code (gRFC A6)",
+            "must list at least one status code (gRFC A6), unless perAttemptRecvTimeout is set",
         ));
     }
     if codes.contains(Code::Ok) {
@@ -316,6 +332,7 @@ fn retry_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
     Ok(Plan::Retry {
         policy: PolicySource::Own(policy),
         rule: Rule::Listed(codes),
+        recv_timeout,
     })
 }
 

@@ -703,6 +703,133 @@ async fn a_call_past_its_deadline_is_deadline_exceeded_whatever_the_servers_time
     .await
 }
 
+// Per-attempt timeouts.
+
+/// `perAttemptRecvTimeout` used to be read and ignored: a first attempt slow to answer
+/// (400 ms) ran to its end instead of being cut at 50 ms. It is cut, and retried though
+/// CANCELLED is not among the codes the config lists, as gRPC's C core retries it.
+#[tokio::test]
+async fn per_attempt_recv_timeout_cuts_a_slow_attempt_and_retries_it_whatever_the_codes() {
+    bounded(async {
+        let (addr, log) = serve(|n, _| match n {
+            1 => Act::Slow(Duration::from_millis(400)),
+            _ => Act::Pass,
+        })
+        .await;
+        let layer = config(&per_attempt_recv_timeout(3, "0.05s"));
+        let (mut client, failures) = connect(addr, layer).await;
+
+        assert_eq!(check(&mut client).await.unwrap(), SERVING);
+
+        assert_eq!(log.previous_attempts(), [None, Some("1".into())]);
+        let failures = failures.lock().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0].1, ErrorClass::Transient);
+        assert!(matches!(failures[0].2, Next::Retry(_)), "{failures:?}");
+    })
+    .await
+}
+
+/// Every attempt of a method whose server hangs is cut: the caller gets the last attempt's
+/// CANCELLED (as from gRPC's C core) once the attempts are used up.
+#[tokio::test]
+async fn per_attempt_recv_timeout_cuts_every_attempt_then_the_call_is_cancelled() {
+    bounded(async {
+        let (addr, log) = serve(|_, _| Act::Hang).await;
+        let (mut client, failures) =
+            connect(addr, config(&per_attempt_recv_timeout(2, "0.02s"))).await;
+
+        let status = check(&mut client).await.unwrap_err();
+
+        assert_eq!(status.code(), Code::Cancelled, "{status:?}");
+        assert_eq!(log.requests(), 2);
+        log.cancelled(2).await;
+        let stops: Vec<_> = failures
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|f| (f.0, f.1))
+            .collect();
+        assert_eq!(
+            stops,
+            [(1, ErrorClass::Transient), (2, ErrorClass::Transient)]
+        );
+        assert_eq!(
+            failures.lock().unwrap()[1].2,
+            Next::Stop(StopReason::AttemptsExhausted)
+        );
+    })
+    .await
+}
+
+/// A retryPolicy of every method with `perAttemptRecvTimeout`, 1 ms backoff, UNAVAILABLE
+/// retryable.
+fn per_attempt_recv_timeout(attempts: u32, timeout: &str) -> String {
+    format!(
+        r#"{{"name": [{{}}], "retryPolicy": {{"maxAttempts": {attempts},
+            "initialBackoff": "0.001s", "maxBackoff": "0.001s", "backoffMultiplier": 1,
+            "retryableStatusCodes": ["UNAVAILABLE"], "perAttemptRecvTimeout": "{timeout}"}}}}"#
+    )
+}
+
+/// The layer's `attempt_timeout` under a service config: a slow attempt is cut and retried as
+/// one cut by `perAttemptRecvTimeout` is. (A tower timeout below the layer reached it as a
+/// transport failure that may have been processed, which a service config never retries.)
+#[tokio::test]
+async fn attempt_timeout_cuts_a_slow_attempt_and_a_service_config_retries_it() {
+    bounded(async {
+        let (addr, log) = serve(|n, _| match n {
+            1 => Act::Slow(Duration::from_millis(400)),
+            _ => Act::Pass,
+        })
+        .await;
+        let layer = config(&retry_policy(3, "[14]")).attempt_timeout(Duration::from_millis(50));
+        let (mut client, failures) = connect(addr, layer).await;
+
+        assert_eq!(check(&mut client).await.unwrap(), SERVING);
+
+        assert_eq!(log.requests(), 2);
+        let failures = failures.lock().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0].1, ErrorClass::Transient);
+    })
+    .await
+}
+
+/// Under `new(policy)` a cut attempt is idempotent-only, as every attempt timeout in the
+/// crate: retried only for an idempotent policy.
+#[tokio::test]
+async fn attempt_timeout_under_new_retries_only_an_idempotent_policy() {
+    bounded(async {
+        let policy = RetryPolicy::fixed(Duration::from_millis(1)).attempts(3);
+        for idempotent in [false, true] {
+            let (addr, log) = serve(|n, _| match n {
+                1 => Act::Slow(Duration::from_millis(400)),
+                _ => Act::Pass,
+            })
+            .await;
+            let layer = GrpcRetryLayer::new(policy.idempotent(idempotent))
+                .attempt_timeout(Duration::from_millis(50));
+            let (mut client, failures) = connect(addr, layer).await;
+
+            let result = check(&mut client).await;
+
+            let failures = failures.lock().unwrap();
+            assert_eq!(failures.len(), 1, "{failures:?}");
+            assert_eq!(failures[0].1, ErrorClass::IdempotentOnly);
+            if idempotent {
+                assert_eq!(result.unwrap(), SERVING);
+                assert_eq!(log.requests(), 2);
+            } else {
+                assert_eq!(result.unwrap_err().code(), Code::Cancelled);
+                assert_eq!(log.requests(), 1);
+                assert_eq!(failures[0].2, Next::Stop(StopReason::NotIdempotent));
+            }
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_wait_that_would_end_past_the_deadline_is_not_started() {
     bounded(async {

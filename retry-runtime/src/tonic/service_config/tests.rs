@@ -42,7 +42,12 @@ fn field_of(config: &str) -> String {
 #[test]
 fn a6s_example_reads_as_grpc_backoff_with_the_cap_on_attempts() {
     let rules = parse(&retry_with("maxAttempts", Some("7"))).unwrap();
-    let Plan::Retry { policy, rule } = rules.for_path("/any.Svc/Any").plan else {
+    let Plan::Retry {
+        policy,
+        rule,
+        recv_timeout,
+    } = rules.for_path("/any.Svc/Any").plan
+    else {
         panic!("a retry plan");
     };
     let policy = policy.current();
@@ -58,6 +63,7 @@ fn a6s_example_reads_as_grpc_backoff_with_the_cap_on_attempts() {
     let mut unavailable = Codes::default();
     unavailable.insert(Code::Unavailable);
     assert_eq!(rule, Rule::Listed(unavailable));
+    assert_eq!(recv_timeout, None);
 }
 
 #[test]
@@ -239,6 +245,47 @@ fn retryable_codes_must_be_a_non_empty_list_of_valid_codes() {
             "{bad}"
         );
     }
+}
+
+#[test]
+fn per_attempt_recv_timeout_is_a_positive_duration_that_lets_the_codes_go() {
+    let recv_timeout = |config: &str| match parse(config).unwrap().for_path("/a.B/C").plan {
+        Plan::Retry {
+            rule: Rule::Listed(codes),
+            recv_timeout,
+            ..
+        } => (codes, recv_timeout),
+        other => panic!("a retry plan, not {other:?}"),
+    };
+    let config = retry_with("perAttemptRecvTimeout", Some(r#""0.05s""#));
+    let (codes, timeout) = recv_timeout(&config);
+    assert_eq!(timeout, Some(Duration::from_millis(50)));
+    assert!(codes.contains(Code::Unavailable));
+
+    // The C core's rule: with a per-attempt timeout, the codes may be absent or empty.
+    for codes in [None, Some("[]")] {
+        let config = config.replace(
+            r#""retryableStatusCodes":["UNAVAILABLE"]"#,
+            &codes.map_or(String::new(), |c| format!(r#""retryableStatusCodes":{c}"#)),
+        );
+        let config = config.replace(",}", "}");
+        let (listed, timeout) = recv_timeout(&config);
+        assert_eq!(listed, Codes::default(), "{config}");
+        assert_eq!(timeout, Some(Duration::from_millis(50)));
+    }
+
+    let field = "methodConfig[0].retryPolicy.perAttemptRecvTimeout";
+    for bad in [r#""0s""#, r#""-1s""#, r#""50ms""#, "0.05"] {
+        let (at, rule) = refused(&retry_with("perAttemptRecvTimeout", Some(bad)));
+        assert_eq!(at, field, "{bad}");
+        assert!(!rule.is_empty());
+    }
+    // Not a key of a hedging policy.
+    let hedged = one_entry(r#""hedgingPolicy": {"maxAttempts": 2, "perAttemptRecvTimeout": "1s"}"#);
+    assert_eq!(
+        field_of(&hedged),
+        "methodConfig[0].hedgingPolicy.perAttemptRecvTimeout"
+    );
 }
 
 #[test]
