@@ -83,7 +83,10 @@
 //!   (`1` on the second, `2` on the third), hedges included;
 //! - the call's deadline is the soonest of the caller's `grpc-timeout`
 //!   (`Request::set_timeout`), the method's `timeout`, the policy's `deadline` and an enclosing
-//!   retryable call's; each attempt is sent with the time left as its `grpc-timeout` (rounded
+//!   retryable call's; a caller's `grpc-timeout` that the protocol does not allow (more than 8
+//!   digits, no unit, `5s`) fails the call with `INTERNAL` before anything is sent, as a
+//!   protocol error (grpc-go's server answers it so, the C core resets the stream): it is
+//!   neither forwarded as it is nor taken as no deadline; each attempt is sent with the time left as its `grpc-timeout` (rounded
 //!   up to its unit, as grpc-go writes it, so that the server's timer never fires before the
 //!   caller's deadline), and cancelled when the deadline passes;
 //! - a per-attempt limit (the C core's `perAttemptRecvTimeout`, or the layer's

@@ -115,10 +115,14 @@ where
         let layer = &self.layer;
         let (parts, body) = request.into_parts();
         let method = *layer.rules.for_path(parts.uri.path());
-        let deadline = earliest(
-            parts.headers.get(TIMEOUT).and_then(wire::parse_timeout),
-            method.timeout,
-        );
+        let timeout = match parts.headers.get(TIMEOUT) {
+            None => None,
+            Some(value) => match wire::parse_timeout(value) {
+                Some(timeout) => Some(timeout),
+                None => return Box::pin(std::future::ready(Err(malformed_timeout(value)))),
+            },
+        };
+        let deadline = earliest(timeout, method.timeout);
         let (circuit, budget) = held(layer.circuit, layer.budget, || {
             match (parts.uri.host(), &layer.origin) {
                 (None, Some(origin)) => Authority::text(origin),
@@ -245,6 +249,22 @@ fn at_deadline<RB>(out: Outcome<RB>, deadline: Option<Instant>) -> Outcome<RB> {
         (Err(failure), Some(deadline)) if clock::now() >= deadline => Err(failure.past_deadline()),
         (out, _) => out,
     }
+}
+
+/// A caller's `grpc-timeout` that gRPC over HTTP/2 does not allow (at most 8 digits and a
+/// unit) is a protocol error, which a server would refuse: grpc-go's answers INTERNAL
+/// ("malformed grpc-timeout"), the C core resets the stream. Forwarded as it is, it would bound
+/// nothing here and be refused (or ignored, as tonic's server does, leaving the call without a
+/// deadline) there; taken as no deadline, the caller's bound would vanish without a word. So
+/// the call fails before any attempt, with the status grpc-go's server gives it and a message
+/// saying what to fix.
+#[cold]
+fn malformed_timeout(value: &HeaderValue) -> BoxError {
+    Box::new(Status::internal(format!(
+        "the request's grpc-timeout {value:?} is malformed and was not sent: gRPC allows at most \
+         8 digits and a unit (H, M, S, m, u or n), such as \"250m\"; set it with \
+         tonic::Request::set_timeout"
+    )))
 }
 
 /// The sooner of two optional deadlines.

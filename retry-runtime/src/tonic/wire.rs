@@ -33,7 +33,7 @@ const MESSAGE_KEY: &str = "grpc-message";
 const DETAILS_KEY: &str = "grpc-status-details-bin";
 
 /// A `grpc-timeout` value: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`).
-/// `None` for anything else, which the layer then leaves alone.
+/// `None` for anything else, a protocol error: the layer fails such a call before sending it.
 pub(crate) fn parse_timeout(value: &HeaderValue) -> Option<Duration> {
     let text = value.to_str().ok()?;
     let unit = text.bytes().last()?;

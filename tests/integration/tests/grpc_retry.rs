@@ -703,6 +703,39 @@ async fn a_call_past_its_deadline_is_deadline_exceeded_whatever_the_servers_time
     .await
 }
 
+/// A caller's `grpc-timeout` the protocol does not allow used to be forwarded as it was and
+/// to bound nothing. It is a protocol error (grpc-go's server answers INTERNAL, the C core
+/// resets the stream): the call fails with INTERNAL, naming the header, and nothing is sent.
+#[tokio::test]
+async fn a_malformed_grpc_timeout_fails_the_call_and_is_never_sent() {
+    bounded(async {
+        let (addr, log) = serve(|_, _| Act::Pass).await;
+        let (mut client, failures) = connect(addr, config(&retry_policy(4, "[14]"))).await;
+        for bad in ["5s", "1.5S", "123456789m", "-1S", "S", "10"] {
+            let mut request = Request::new(check_request());
+            request
+                .metadata_mut()
+                .insert("grpc-timeout", bad.parse().unwrap());
+
+            let status = client.check(request).await.unwrap_err();
+
+            assert_eq!(status.code(), Code::Internal, "{bad}: {status:?}");
+            assert!(status.message().contains("grpc-timeout"), "{status:?}");
+            assert!(status.message().contains(bad), "{status:?}");
+        }
+        assert_eq!(log.requests(), 0, "{:?}", log.seen());
+        assert!(failures.lock().unwrap().is_empty(), "no attempt was made");
+        // A well-formed one still goes through.
+        let mut request = Request::new(check_request());
+        request
+            .metadata_mut()
+            .insert("grpc-timeout", "5S".parse().unwrap());
+        client.check(request).await.unwrap();
+        assert_eq!(log.requests(), 1);
+    })
+    .await
+}
+
 // Per-attempt timeouts.
 
 /// `perAttemptRecvTimeout` used to be read and ignored: a first attempt slow to answer
