@@ -105,9 +105,9 @@ pub trait Classifier<E: ?Sized> {
     /// `Some(limit)`: the hint is waited exactly, whatever the backoff and `max_delay` say,
     /// and a hint above `limit` stops the call with `RetryAfterTooLong`; the deadline still
     /// bounds it. This is gRPC's `grpc-retry-pushback-ms` under a service config, which gRFC A6
-    /// says is waited exactly ([`GrpcRetryLayer`](crate::tonic::GrpcRetryLayer) bounds it by
-    /// its `max_pushback`). Asked only when an error has a hint: a method rather than a
-    /// constant, so that one classifier type can follow either rule, chosen at run time.
+    /// says is waited exactly (the `tonic` feature's `GrpcRetryLayer` bounds it by its
+    /// `max_pushback`). Asked only when an error has a hint: a method rather than a constant,
+    /// so that one classifier type can follow either rule, chosen at run time.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;

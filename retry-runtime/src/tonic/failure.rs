@@ -293,7 +293,7 @@ impl<B> Classifier<GrpcFailure> for GrpcClassifier<'_, B> {
 
 /// An attempt cut by its timer: by the per-attempt timeout, as CANCELLED (what gRPC's C core
 /// reports for `perAttemptRecvTimeout`), or by the deadline, which the layer then reports as
-/// the deadline (see [`GrpcFailure::past_deadline`]).
+/// the deadline, DEADLINE_EXCEEDED.
 impl From<TimedOut> for GrpcFailure {
     fn from(cut: TimedOut) -> Self {
         let message = format!(

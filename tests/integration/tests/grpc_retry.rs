@@ -167,11 +167,10 @@ fn a_misspelt_service_config_is_refused_not_a_layer_that_does_less() {
             "did you mean `methodConfig`?",
         ),
         (
-            format!(
-                r#"{{"retryPolicy": {{"maxAttempts": 4, "initialBackoff": "0.1s",
-                    "maxBackoff": "1s", "backoffMultiplier": 2,
-                    "retryableStatusCodes": ["UNAVAILABLE"]}}}}"#
-            ),
+            r#"{"retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s",
+                "maxBackoff": "1s", "backoffMultiplier": 2,
+                "retryableStatusCodes": ["UNAVAILABLE"]}}"#
+                .to_owned(),
             "retryPolicy",
             "`retryPolicy` goes in a methodConfig entry",
         ),
