@@ -86,9 +86,10 @@
 //!   retryable call's; a caller's `grpc-timeout` that the protocol does not allow (more than 8
 //!   digits, no unit, `5s`) fails the call with `INTERNAL` before anything is sent, as a
 //!   protocol error (grpc-go's server answers it so, the C core resets the stream): it is
-//!   neither forwarded as it is nor taken as no deadline; each attempt is sent with the time left as its `grpc-timeout` (rounded
-//!   up to its unit, as grpc-go writes it, so that the server's timer never fires before the
-//!   caller's deadline), and cancelled when the deadline passes;
+//!   neither forwarded as it is nor taken as no deadline; each attempt is sent with the time
+//!   left as its `grpc-timeout` (rounded up to its unit, as grpc-go writes it, so that the
+//!   server's timer never fires before the caller's deadline), and cancelled when the deadline
+//!   passes;
 //! - a per-attempt limit (the C core's `perAttemptRecvTimeout`, or the layer's
 //!   [`attempt_timeout`](GrpcRetryLayer::attempt_timeout); the smaller applies) runs from the
 //!   attempt's start until its response headers, as in the C core: an answer that has begun

@@ -357,7 +357,9 @@ impl<H> GrpcRetryLayer<H> {
     /// use std::time::Duration;
     ///
     /// // A replica that has not answered within 200 ms is stuck: try another.
-    /// let policy = RetryPolicy::exponential(Duration::from_millis(20)).attempts(3).idempotent(true);
+    /// let policy = RetryPolicy::exponential(Duration::from_millis(20))
+    ///     .attempts(3)
+    ///     .idempotent(true);
     /// let layer = GrpcRetryLayer::new(policy).attempt_timeout(Duration::from_millis(200));
     /// # let _ = layer;
     /// ```

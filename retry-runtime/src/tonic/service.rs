@@ -1,9 +1,9 @@
 //! [`GrpcRetryService`]: one gRPC call through the engine. The call's method picks its plan
 //! (one attempt, retries, or hedges); the deadline (`grpc-timeout`, the method's `timeout`,
 //! the policy's, an enclosing call's) bounds every attempt together, and a per-attempt timeout
-//! (`perAttemptRecvTimeout`, `.attempt_timeout`) each one until its response headers; each attempt is the
-//! original request with a replay of its messages, `grpc-previous-rpc-attempts` and the time
-//! left; its response headers say whether it is committed.
+//! (`perAttemptRecvTimeout`, `.attempt_timeout`) each one until its response headers; each
+//! attempt is the original request with a replay of its messages, `grpc-previous-rpc-attempts`
+//! and the time left; its response headers say whether it is committed.
 
 use super::failure::{GrpcClassifier, GrpcFailure, Kind};
 use super::layer::GrpcRetryLayer;
