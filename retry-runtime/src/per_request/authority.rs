@@ -56,6 +56,24 @@ impl Authority {
     }
 
     /// Text given whole (a gRPC layer's configured origin, or `""` for no authority).
+    /// A gRPC request's authority as a `PerKey` key, `host:port` (the scheme's default port
+    /// when it names none); `""` for a request without one (a generated client without an
+    /// origin).
+    #[cfg(feature = "tonic")]
+    pub(crate) fn of_uri(uri: &::http::Uri) -> Self {
+        match uri.host() {
+            Some(host) => {
+                let default_port = if uri.scheme_str() == Some("https") {
+                    443
+                } else {
+                    80
+                };
+                Authority::new(host, uri.port_u16().unwrap_or(default_port))
+            }
+            None => Authority::text(""),
+        }
+    }
+
     #[cfg(feature = "tonic")]
     pub(crate) fn text(text: &str) -> Self {
         let mut authority = Authority::Inline {

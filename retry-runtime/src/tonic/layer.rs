@@ -1,16 +1,14 @@
 //! [`GrpcRetryLayer`]: the builder of the gRPC front end, from a policy or a service config.
 
 use super::rules::{Method, Plan, Rule, Rules};
-use super::service::GrpcRetryService;
 use super::service_config::{self, ServiceConfigError};
-use crate::per_request::{Chosen, ForEachRequest};
+use crate::per_request::{Authority, Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicyCell, PolicySource};
 use crate::run::{NoHook, Retry};
 use crate::{CircuitBreaker, RetryBudget};
 use std::sync::Arc;
 use std::time::Duration;
-use tower_layer::Layer;
 
 /// How many bytes of a call's request messages are kept for replay unless
 /// [`buffer_limit`](GrpcRetryLayer::buffer_limit) says otherwise: 256 KiB.
@@ -264,7 +262,7 @@ impl<H> GrpcRetryLayer<H> {
         self.origin = origin
             .host()
             .is_some()
-            .then(|| Arc::from(super::service::authority_of(&origin).as_str()));
+            .then(|| Arc::from(Authority::of_uri(&origin).as_str()));
         self
     }
 
@@ -400,16 +398,5 @@ impl<H> GrpcRetryLayer<H> {
     /// ```
     pub fn retry_throttling(&self) -> Option<&RetryBudget> {
         self.throttling.as_deref()
-    }
-}
-
-impl<Svc, H: Clone> Layer<Svc> for GrpcRetryLayer<H> {
-    type Service = GrpcRetryService<Svc, H>;
-
-    fn layer(&self, inner: Svc) -> Self::Service {
-        GrpcRetryService {
-            inner,
-            layer: self.clone(),
-        }
     }
 }

@@ -20,13 +20,14 @@ use crate::run::shared::Shared;
 use crate::run::{Conversion, Hook, NoHook};
 use crate::tower::{BoxError, ReplayBody};
 use ::http::request::Parts;
-use ::http::{HeaderName, HeaderValue, Request, Response, Uri};
+use ::http::{HeaderName, HeaderValue, Request, Response};
 use ::tonic::body::Body;
 use ::tonic::{Code, Status};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tower_layer::Layer;
 use tower_service::Service;
 
 const PREVIOUS_ATTEMPTS: HeaderName = HeaderName::from_static(wire::PREVIOUS_ATTEMPTS_KEY);
@@ -88,6 +89,19 @@ pub struct GrpcRetryService<Svc, H = NoHook> {
     pub(crate) layer: GrpcRetryLayer<H>,
 }
 
+/// The layer makes the service, here beside it: the service holds the layer's settings, so
+/// the layer's own file need not know the service.
+impl<Svc, H: Clone> Layer<Svc> for GrpcRetryLayer<H> {
+    type Service = GrpcRetryService<Svc, H>;
+
+    fn layer(&self, inner: Svc) -> Self::Service {
+        GrpcRetryService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
 /// The outcome of one attempt, and of the call before it is handed to tonic.
 type Outcome<RB> = Result<Response<RB>, GrpcFailure>;
 
@@ -126,7 +140,7 @@ where
         let (circuit, budget) = held(layer.circuit, layer.budget, || {
             match (parts.uri.host(), &layer.origin) {
                 (None, Some(origin)) => Authority::text(origin),
-                _ => authority_of(&parts.uri),
+                _ => Authority::of_uri(&parts.uri),
             }
         });
         // The service config's `retryThrottling`, unless `.budget(..)` replaced it: the call
@@ -272,22 +286,6 @@ fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    }
-}
-
-/// A request's authority as a `PerKey` key, `host:port` (the scheme's default port when it
-/// names none); `""` for a request without one (a generated client without an origin).
-pub(crate) fn authority_of(uri: &Uri) -> Authority {
-    match uri.host() {
-        Some(host) => {
-            let default_port = if uri.scheme_str() == Some("https") {
-                443
-            } else {
-                80
-            };
-            Authority::new(host, uri.port_u16().unwrap_or(default_port))
-        }
-        None => Authority::text(""),
     }
 }
 
