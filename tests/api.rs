@@ -79,7 +79,7 @@ fn public_names_have_the_promised_traits_and_const_constructors() {
     assert_eq!(keys[0], keys[1]);
     assert_ne!(keys[0], key);
     assert_eq!(BREAKER.state(), CircuitState::Closed);
-    assert_eq!(POLICY.max_attempts(), 2);
+    assert_eq!(POLICY.settings().attempts, 2);
 
     seed_jitter(1);
     let ((), slept) = record_sleeps(|| ());

@@ -116,7 +116,7 @@ fn out_of_range_settings_saturate() {
     assert_eq!(p.nominal_delay(10), secs(1));
     let p = RetryPolicy::exponential(secs(1)).multiplier(f64::NAN);
     assert_eq!(p.nominal_delay(10), secs(1));
-    assert_eq!(RetryPolicy::new().attempts(0).max_attempts(), 1);
+    assert_eq!(RetryPolicy::new().attempts(0).settings().attempts, 1);
 }
 
 /// Draws from a simple deterministic generator, independent of the crate's own.
@@ -348,10 +348,10 @@ fn the_first_delay_is_the_base_exactly_even_beyond_float_precision() {
 #[test]
 fn settings_read_back_as_set() {
     let p = RetryPolicy::new().deadline(secs(10)).idempotent(true);
-    assert_eq!(p.total_deadline(), Some(secs(10)));
-    assert!(p.is_idempotent());
-    assert_eq!(RetryPolicy::new().total_deadline(), None);
-    assert!(!RetryPolicy::new().is_idempotent());
+    assert_eq!(p.settings().deadline, Some(secs(10)));
+    assert!(p.settings().idempotent);
+    assert_eq!(RetryPolicy::new().settings().deadline, None);
+    assert!(!RetryPolicy::new().settings().idempotent);
 }
 
 #[retryable(attempts = 4, backoff = "fixed", base = "1.5s")]
@@ -370,7 +370,7 @@ fn a_fixed_backoff_waits_its_fixed_delay_unless_jitter_is_asked_for() {
     let (_, slept) = testing::record_sleeps(fixed_without_jitter_key);
     assert_eq!(slept, [ms(1500); 3]);
     let policy = RetryPolicy::fixed(ms(1500)).attempts(4);
-    assert_eq!(policy.jitter_mode(), Jitter::None);
+    assert_eq!(policy.settings().jitter, Jitter::None);
     let (_, slept) = testing::record_sleeps(|| policy.call(|| Err::<(), _>(Down)));
     assert_eq!(slept, [ms(1500); 3]);
     // Asked for (before or after the backoff key), jitter applies.
@@ -379,14 +379,18 @@ fn a_fixed_backoff_waits_its_fixed_delay_unless_jitter_is_asked_for() {
     assert!(slept.iter().all(|d| *d <= ms(1500)), "{slept:?}");
     assert_ne!(slept, [ms(1500); 3]);
     assert_eq!(
-        RetryPolicy::fixed(ms(1)).jitter(Jitter::Full).jitter_mode(),
+        RetryPolicy::fixed(ms(1))
+            .jitter(Jitter::Full)
+            .settings()
+            .jitter,
         Jitter::Full
     );
     assert_eq!(
         RetryPolicy::new()
             .jitter(Jitter::Equal)
             .backoff(Backoff::Fixed)
-            .jitter_mode(),
+            .settings()
+            .jitter,
         Jitter::Equal
     );
 }

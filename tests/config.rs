@@ -39,9 +39,9 @@ fn absent_keys_take_the_attributes_defaults() {
     assert_eq!(json("{}").unwrap(), RetryPolicy::new());
     // As `#[retryable(backoff = "fixed")]`: a fixed delay without jitter unless asked for.
     let fixed = json(r#"{"backoff": "fixed", "base": "1s"}"#).unwrap();
-    assert_eq!(fixed.jitter_mode(), Jitter::None);
+    assert_eq!(fixed.settings().jitter, Jitter::None);
     let jittered = json(r#"{"jitter": "full", "backoff": "fixed"}"#).unwrap();
-    assert_eq!(jittered.jitter_mode(), Jitter::Full);
+    assert_eq!(jittered.settings().jitter, Jitter::Full);
 }
 
 #[derive(Debug, Classify)]

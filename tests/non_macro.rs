@@ -116,7 +116,7 @@ fn a_policy_built_at_run_time_drives_the_attribute() {
     client.calls = 0;
     assert!(client.put().is_err());
     assert_eq!(client.calls, attempts);
-    assert!(!client.policy.is_idempotent());
+    assert!(!client.policy.settings().idempotent);
 }
 
 static SHARED: RetryPolicy = RetryPolicy::fixed(Duration::from_secs(2))

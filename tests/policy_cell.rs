@@ -53,7 +53,7 @@ fn keys_beside_a_cell_override_what_it_holds() {
     // `TimedOut` is idempotent-only: retried only because the attribute adds `idempotent`.
     let (_, slept) = testing::record_sleeps(timed_out);
     assert_eq!(slept, [MS(1)]);
-    assert!(!CELL.get().is_idempotent());
+    assert!(!CELL.get().settings().idempotent);
 }
 
 #[test]

@@ -266,6 +266,36 @@ async fn a_layer_made_from_a_cell_retries_each_call_by_the_policy_it_holds_then(
     assert_eq!(seen.requests.lock().unwrap().len(), 2 + 4);
 }
 
+/// Regression: `from_cell` took only a `&'static PolicyCell`, so one cell per downstream
+/// read from a configuration map at run time needed `Box::leak`. An `Arc<PolicyCell>` is
+/// taken too, and a reload through the `Arc` reaches the services the layer made.
+#[tokio::test(start_paused = true)]
+async fn a_layer_made_from_a_shared_cell_follows_its_reloads() {
+    let cell = Arc::new(retry_kit::PolicyCell::new(
+        RetryPolicy::fixed(Duration::from_millis(10)).attempts(2),
+    ));
+    let inner = Scripted::new(vec![Err(ApiError::Unavailable)]);
+    let seen = inner.seen.clone();
+    let mut service = RetryLayer::from_cell(Arc::clone(&cell)).layer(inner);
+    assert_eq!(
+        ready_call(&mut service, "GET /a").await,
+        Err(ApiError::Unavailable)
+    );
+    assert_eq!(seen.requests.lock().unwrap().len(), 2);
+    cell.set(RetryPolicy::fixed(Duration::from_millis(10)).attempts(3));
+    assert_eq!(
+        ready_call(&mut service, "GET /b").await,
+        Err(ApiError::Unavailable)
+    );
+    assert_eq!(seen.requests.lock().unwrap().len(), 2 + 3);
+    drop(service);
+    assert_eq!(
+        Arc::strong_count(&cell),
+        1,
+        "the layer held it, nothing leaked"
+    );
+}
+
 static SPAWNED_BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
 static SPAWNED_BUDGET: RetryBudget = RetryBudget::new(10, 0.5);
 

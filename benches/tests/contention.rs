@@ -67,8 +67,8 @@ fn policies_produce_the_studys_schedule() {
     assert!(equal.jittered_delay(3, ms(10), u64::MAX) > ms(39));
     // Decorrelated: uniform(5, 3 * previous) ms, previous starting at 5 ms, capped at 2000 ms.
     let dec = Algorithm::Decorrelated.policy();
-    assert_eq!(dec.jitter_mode(), Jitter::Decorrelated);
-    assert_eq!(dec.base_delay(), ms(5));
+    assert_eq!(dec.settings().jitter, Jitter::Decorrelated);
+    assert_eq!(dec.settings().base, ms(5));
     assert_eq!(dec.jittered_delay(1, ms(5), 0), ms(5));
     let top = dec.jittered_delay(1, ms(5), u64::MAX);
     assert!(top > ms(14) && top <= ms(15), "{top:?}");

@@ -282,10 +282,10 @@ impl RetryPolicy {
     /// use std::time::Duration;
     ///
     /// let fixed = RetryPolicy::fixed(Duration::from_millis(1500));
-    /// assert_eq!(fixed.jitter_mode(), Jitter::None);
+    /// assert_eq!(fixed.settings().jitter, Jitter::None);
     /// // Asked for, in either order.
     /// let jittered = RetryPolicy::new().jitter(Jitter::Equal).backoff(retry_kit::Backoff::Fixed);
-    /// assert_eq!(jittered.jitter_mode(), Jitter::Equal);
+    /// assert_eq!(jittered.settings().jitter, Jitter::Equal);
     /// ```
     pub const fn fixed(base: Duration) -> Self {
         RetryPolicy::new().backoff(Backoff::Fixed).base(base)
@@ -361,21 +361,37 @@ impl RetryPolicy {
     }
 
     /// Total attempts, the first included.
+    #[deprecated(
+        since = "0.1.0",
+        note = "read `settings().attempts`: the settings are named as their keys"
+    )]
     pub const fn max_attempts(&self) -> u32 {
         self.attempts
     }
 
     /// The jitter mode.
+    #[deprecated(
+        since = "0.1.0",
+        note = "read `settings().jitter`: the settings are named as their keys"
+    )]
     pub const fn jitter_mode(&self) -> Jitter {
         self.jitter
     }
 
     /// The deadline, if any.
+    #[deprecated(
+        since = "0.1.0",
+        note = "read `settings().deadline`: the settings are named as their keys"
+    )]
     pub const fn total_deadline(&self) -> Option<Duration> {
         self.deadline
     }
 
     /// Whether `IdempotentOnly` errors may be retried.
+    #[deprecated(
+        since = "0.1.0",
+        note = "read `settings().idempotent`: the settings are named as their keys"
+    )]
     pub const fn is_idempotent(&self) -> bool {
         self.idempotent
     }
@@ -419,11 +435,19 @@ impl RetryPolicy {
     }
 
     /// The first delay (or step) of the schedule.
+    #[deprecated(
+        since = "0.1.0",
+        note = "read `settings().base`: the settings are named as their keys"
+    )]
     pub const fn base_delay(&self) -> Duration {
         self.base
     }
 
     /// The cap on any one delay.
+    #[deprecated(
+        since = "0.1.0",
+        note = "read `settings().max_delay`: the settings are named as their keys"
+    )]
     pub const fn delay_cap(&self) -> Duration {
         self.max_delay
     }

@@ -142,24 +142,73 @@ impl AsPolicy for PolicyCell {
     }
 }
 
-/// Where a layer finds the policy of each request: its own, or what a cell holds then.
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum PolicySource {
-    Own(RetryPolicy),
-    Cell(&'static PolicyCell),
+/// A cell a layer reads for as long as it lives: a `static` one (`&CELL`), or one made at run
+/// time and shared (`Arc<PolicyCell>`, one per downstream read from a configuration map),
+/// without leaking it. What the layers' `from_cell` takes (`impl Into<SharedCell>`).
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::policy_cell::SharedCell;
+/// use retry_kit::{PolicyCell, RetryPolicy};
+/// use std::sync::Arc;
+///
+/// static DEFAULT: PolicyCell = PolicyCell::new(RetryPolicy::new());
+/// let per_downstream = Arc::new(PolicyCell::new(RetryPolicy::new().attempts(5)));
+/// let a: SharedCell = (&DEFAULT).into();
+/// let b: SharedCell = Arc::clone(&per_downstream).into();
+/// assert_eq!(b.get().settings().attempts, 5);
+/// per_downstream.set(RetryPolicy::new().attempts(2));
+/// assert_eq!(b.get().settings().attempts, 2, "the layer reads the cell the reload wrote");
+/// # let _ = a;
+/// ```
+#[derive(Clone, Debug)]
+pub struct SharedCell(Shared);
+
+#[derive(Clone, Debug)]
+enum Shared {
+    Static(&'static PolicyCell),
+    Arc(std::sync::Arc<PolicyCell>),
 }
 
-/// The same policy, or the same cell.
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-impl PartialEq for PolicySource {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (PolicySource::Own(a), PolicySource::Own(b)) => a == b,
-            (PolicySource::Cell(a), PolicySource::Cell(b)) => std::ptr::eq(*a, *b),
-            _ => false,
+impl SharedCell {
+    /// The policy the cell holds now.
+    pub fn get(&self) -> RetryPolicy {
+        self.cell().get()
+    }
+
+    fn cell(&self) -> &PolicyCell {
+        match &self.0 {
+            Shared::Static(cell) => cell,
+            Shared::Arc(cell) => cell,
         }
     }
+}
+
+impl From<&'static PolicyCell> for SharedCell {
+    fn from(cell: &'static PolicyCell) -> Self {
+        SharedCell(Shared::Static(cell))
+    }
+}
+
+impl From<std::sync::Arc<PolicyCell>> for SharedCell {
+    fn from(cell: std::sync::Arc<PolicyCell>) -> Self {
+        SharedCell(Shared::Arc(cell))
+    }
+}
+
+/// The same cell.
+impl PartialEq for SharedCell {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.cell(), other.cell())
+    }
+}
+
+/// Where a layer finds the policy of each request: its own, or what a cell holds then.
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum PolicySource {
+    Own(RetryPolicy),
+    Cell(SharedCell),
 }
 
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]

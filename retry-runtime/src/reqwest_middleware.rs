@@ -70,7 +70,7 @@ use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{Authority, HttpSettings};
 pub use crate::per_request::{Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
-use crate::policy_cell::{PolicyCell, PolicySource};
+use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
 use crate::run::retry::begin;
 use crate::run::shared::Shared;
@@ -169,9 +169,9 @@ impl RetryMiddleware {
 
     /// Retry each request by the policy `cell` holds when the request starts (a policy
     /// replaced at run time, see [`PolicyCell`]).
-    pub const fn from_cell(cell: &'static PolicyCell) -> Self {
+    pub fn from_cell(cell: impl Into<SharedCell>) -> Self {
         RetryMiddleware {
-            settings: HttpSettings::new(PolicySource::Cell(cell)),
+            settings: HttpSettings::new(PolicySource::Cell(cell.into())),
         }
     }
 }

@@ -117,7 +117,7 @@ pub use service_error::{ProtectionOf, TimeoutOf};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
-use crate::policy_cell::{PolicyCell, PolicySource};
+use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::retry::begin;
@@ -172,9 +172,9 @@ impl RetryLayer {
     /// POLICY.set(RetryPolicy::new().attempts(5));
     /// # let _ = layer;
     /// ```
-    pub const fn from_cell(cell: &'static PolicyCell) -> Self {
+    pub fn from_cell(cell: impl Into<SharedCell>) -> Self {
         RetryLayer {
-            policy: PolicySource::Cell(cell),
+            policy: PolicySource::Cell(cell.into()),
             retry: Retry::new(&NO_POLICY),
         }
     }

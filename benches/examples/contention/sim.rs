@@ -156,7 +156,7 @@ pub fn simulate(algorithm: Algorithm, clients: u32, seed: u64) -> RunOutcome {
     let mut state = vec![
         Client {
             failures: 0,
-            previous: policy.base_delay(),
+            previous: policy.settings().base,
         };
         clients as usize
     ];
@@ -190,7 +190,7 @@ pub fn simulate(algorithm: Algorithm, clients: u32, seed: u64) -> RunOutcome {
                 let c = &mut state[client as usize];
                 c.failures = c.failures.saturating_add(1);
                 // As the runtime's own loop does: draw only when the mode needs a draw.
-                let draw = if policy.jitter_mode().needs_draw() {
+                let draw = if policy.settings().jitter.needs_draw() {
                     rng.next_u64()
                 } else {
                     0

@@ -126,7 +126,7 @@ impl<P: AsPolicy + ?Sized> AsPolicy for Box<P> {
 /// static CELL: PolicyCell = PolicyCell::new(RetryPolicy::new().attempts(5));
 /// let snapshot = policy_of(&CELL);
 /// let policy: &RetryPolicy = snapshot.borrow();
-/// assert_eq!(policy.max_attempts(), 5);
+/// assert_eq!(policy.settings().attempts, 5);
 /// ```
 #[inline]
 pub fn policy_of<P: AsPolicy + ?Sized>(policy: &P) -> P::Snapshot<'_> {

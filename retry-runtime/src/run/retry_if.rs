@@ -16,12 +16,12 @@ use super::hook::Hook;
 use super::outcome::Outcome;
 use super::retry::Retry;
 use super::shared::Equip;
-use crate::stop::StopReason;
 #[cfg(feature = "tokio")]
 use super::timeout::TimeoutSlot;
 use super::timeout::Untimed;
 use crate::class::ErrorClass;
 use crate::error::{CircuitOpen, TimedOut};
+use crate::stop::StopReason;
 #[cfg(feature = "tokio")]
 use std::future::Future;
 use std::time::Duration;

@@ -4,7 +4,7 @@ use super::rules::{Method, Plan, Rule, Rules};
 use super::service_config::{self, ServiceConfigError};
 use crate::per_request::{Authority, Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
-use crate::policy_cell::{PolicyCell, PolicySource};
+use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::{NoHook, Retry};
 use crate::{CircuitBreaker, RetryBudget};
 use std::sync::Arc;
@@ -113,8 +113,8 @@ impl GrpcRetryLayer {
     /// POLICY.set(RetryPolicy::new().attempts(5));
     /// # let _ = layer;
     /// ```
-    pub fn from_cell(cell: &'static PolicyCell) -> Self {
-        GrpcRetryLayer::by(PolicySource::Cell(cell))
+    pub fn from_cell(cell: impl Into<SharedCell>) -> Self {
+        GrpcRetryLayer::by(PolicySource::Cell(cell.into()))
     }
 
     fn by(policy: PolicySource) -> Self {

@@ -41,7 +41,7 @@ pub(crate) enum Rule {
 }
 
 /// How the calls of one method are made.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Plan {
     /// One attempt: neither `retryPolicy` nor `hedgingPolicy` (the `timeout` still applies).
     Once,
@@ -61,7 +61,7 @@ pub(crate) enum Plan {
 }
 
 /// One `methodConfig` entry, compiled.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Method {
     pub(crate) plan: Plan,
     /// The config's `timeout`: the call's deadline unless the caller's is sooner.

@@ -128,7 +128,7 @@ where
         let inner = std::mem::replace(&mut self.inner, clone);
         let layer = &self.layer;
         let (parts, body) = request.into_parts();
-        let method = *layer.rules.for_path(parts.uri.path());
+        let method = layer.rules.for_path(parts.uri.path());
         let timeout = match parts.headers.get(TIMEOUT) {
             None => None,
             Some(value) => match wire::parse_timeout(value) {
@@ -149,7 +149,7 @@ where
             Some(_) => None,
             None => layer.throttling.clone(),
         };
-        let (policy, rule, hedge, recv_timeout) = match method.plan {
+        let (policy, rule, hedge, recv_timeout) = match &method.plan {
             // No code is retryable for a method without a policy: A6 charges the throttling
             // tokens for none of its failures (and refunds its successes).
             Plan::Once => (
@@ -162,15 +162,15 @@ where
                 policy,
                 rule,
                 recv_timeout,
-            } => (policy.current(), rule, None, recv_timeout),
+            } => (policy.current(), *rule, None, *recv_timeout),
             Plan::Hedge {
                 policy,
                 delay,
                 rule,
-            } => (policy, rule, Some(delay), None),
+            } => (*policy, *rule, Some(*delay), None),
         };
         let per_attempt = earliest(recv_timeout, layer.attempt_timeout);
-        let policy = match earliest(deadline, policy.total_deadline()) {
+        let policy = match earliest(deadline, policy.settings().deadline) {
             Some(deadline) => policy.deadline(deadline),
             None => policy,
         };

@@ -10,7 +10,7 @@ use crate::class::{Classify, ErrorClass};
 use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{Authority, ForEachRequest, HttpSettings};
 use crate::policy::RetryPolicy;
-use crate::policy_cell::{PolicyCell, PolicySource};
+use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
 use crate::run::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::run::{Hook, NoHook};
@@ -281,9 +281,9 @@ impl HttpRetryLayer {
 
     /// Retry each request by the policy `cell` holds when the request starts (a policy
     /// replaced at run time, see [`PolicyCell`]).
-    pub const fn from_cell(cell: &'static PolicyCell) -> Self {
+    pub fn from_cell(cell: impl Into<SharedCell>) -> Self {
         HttpRetryLayer {
-            settings: HttpSettings::new(PolicySource::Cell(cell)),
+            settings: HttpSettings::new(PolicySource::Cell(cell.into())),
             body_limit: DEFAULT_BODY_LIMIT,
         }
     }

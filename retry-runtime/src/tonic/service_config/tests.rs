@@ -46,20 +46,20 @@ fn a6s_example_reads_as_grpc_backoff_with_the_cap_on_attempts() {
         policy,
         rule,
         recv_timeout,
-    } = rules.for_path("/any.Svc/Any").plan
+    } = rules.for_path("/any.Svc/Any").plan.clone()
     else {
         panic!("a retry plan");
     };
     let policy = policy.current();
     // Values above 5 are treated as 5 (A6), not refused.
-    assert_eq!(policy.max_attempts(), 5);
-    assert_eq!(policy.base_delay(), Duration::from_millis(100));
-    assert_eq!(policy.delay_cap(), Duration::from_secs(1));
+    assert_eq!(policy.settings().attempts, 5);
+    assert_eq!(policy.settings().base, Duration::from_millis(100));
+    assert_eq!(policy.settings().max_delay, Duration::from_secs(1));
     assert_eq!(policy.nominal_delay(1), Duration::from_millis(100));
     assert_eq!(policy.nominal_delay(2), Duration::from_millis(200));
     assert_eq!(policy.nominal_delay(5), Duration::from_secs(1));
-    assert_eq!(policy.jitter_mode(), Jitter::Full);
-    assert!(!policy.is_idempotent());
+    assert_eq!(policy.settings().jitter, Jitter::Full);
+    assert!(!policy.settings().idempotent);
     let mut unavailable = Codes::default();
     unavailable.insert(Code::Unavailable);
     assert_eq!(rule, Rule::Listed(unavailable));
@@ -115,8 +115,8 @@ fn a_hedging_policy_reads_with_its_optional_fields() {
     else {
         panic!("a hedging plan");
     };
-    assert_eq!(policy.max_attempts(), 5);
-    assert!(policy.is_idempotent());
+    assert_eq!(policy.settings().attempts, 5);
+    assert!(policy.settings().idempotent);
     assert_eq!(delay, Duration::from_millis(500));
     assert!(codes.contains(Code::Unavailable) && codes.contains(Code::Internal));
 
@@ -249,7 +249,7 @@ fn retryable_codes_must_be_a_non_empty_list_of_valid_codes() {
 
 #[test]
 fn per_attempt_recv_timeout_is_a_positive_duration_that_lets_the_codes_go() {
-    let recv_timeout = |config: &str| match parse(config).unwrap().for_path("/a.B/C").plan {
+    let recv_timeout = |config: &str| match parse(config).unwrap().for_path("/a.B/C").plan.clone() {
         Plan::Retry {
             rule: Rule::Listed(codes),
             recv_timeout,
