@@ -366,7 +366,7 @@ fn retry_throttling(value: &Value, path: &str) -> Result<(u32, f64), ServiceConf
         _ => {
             return Err(error(
                 &at(path, "maxTokens"),
-                "must be an integer greater than 0 and at most 1000 (gRFC A6)",
+                "must be an integer greater than 0 and at most 1000 (gRFC A6; to turn retries off for a while, give the layer `.budget(..)` a `RetryBudget` set to `max_tokens = 0`, which the crate's own configuration accepts)",
             ));
         }
     };
