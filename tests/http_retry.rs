@@ -13,8 +13,9 @@ use retry_kit::{CircuitBreaker, Failure, PerKey, RetryPolicy};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 use tokio::time::Instant;
 use tower_layer::Layer;
@@ -671,6 +672,128 @@ async fn two_live_copies_read_alternately_each_get_the_whole_body() {
     assert_eq!((&a[..], &b[..]), (&b"abcdef"[..], &b"abcdef"[..]));
 }
 
+/// A source whose frames the test hands over one at a time, pending until then. Like most
+/// bodies (hyper's, a channel's, a stream that sleeps between messages), it keeps the waker of
+/// the last poll only.
+#[derive(Clone, Default)]
+struct Gate(Arc<Mutex<GateState>>);
+
+#[derive(Default)]
+struct GateState {
+    frames: VecDeque<&'static str>,
+    ended: bool,
+    waker: Option<Waker>,
+}
+
+impl Gate {
+    fn send(&self, chunk: &'static str) {
+        let mut state = self.0.lock().unwrap();
+        state.frames.push_back(chunk);
+        if let Some(waker) = state.waker.take() {
+            waker.wake();
+        }
+    }
+
+    fn end(&self) {
+        let mut state = self.0.lock().unwrap();
+        state.ended = true;
+        if let Some(waker) = state.waker.take() {
+            waker.wake();
+        }
+    }
+}
+
+impl Body for Gate {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let mut state = self.0.lock().unwrap();
+        if let Some(chunk) = state.frames.pop_front() {
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(chunk.as_bytes())))));
+        }
+        if state.ended {
+            return Poll::Ready(None);
+        }
+        state.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Poll `body` once with `waker`: `None` while pending, else the data it read (empty at its
+/// end).
+fn poll_with(body: &mut ReplayBody<Gate>, waker: &Arc<Wakes>) -> Option<Bytes> {
+    let waker = Waker::from(waker.clone());
+    match Pin::new(body).poll_frame(&mut Context::from_waker(&waker)) {
+        Poll::Pending => None,
+        Poll::Ready(None) => Some(Bytes::new()),
+        Poll::Ready(Some(frame)) => Some(frame.unwrap().into_data().unwrap()),
+    }
+}
+
+#[test]
+fn a_copy_waiting_on_the_shared_source_is_woken_when_another_copy_reads_from_it() {
+    // A hedged client stream: two attempts' copies wait for the next message of one source,
+    // which wakes only the copy that polled it last. The other copy must be woken too, or it
+    // stalls until the peer gives up on it (forever, without a deadline).
+    let source = Gate::default();
+    let mut first = ReplayBody::new(source.clone(), 1024);
+    let mut second = first.replay().unwrap();
+    let (one, two) = (Arc::new(Wakes::default()), Arc::new(Wakes::default()));
+    assert_eq!(poll_with(&mut first, &one), None);
+    assert_eq!(poll_with(&mut second, &two), None);
+
+    source.send("message 1");
+    assert_eq!(
+        two.0.load(Ordering::SeqCst),
+        1,
+        "the source wakes the last poller"
+    );
+    assert_eq!(poll_with(&mut second, &two).unwrap(), "message 1");
+    assert!(one.0.load(Ordering::SeqCst) >= 1, "the first copy is woken");
+    assert_eq!(poll_with(&mut first, &one).unwrap(), "message 1");
+
+    // The end too: both wait again, the source ends, the copy that meets it wakes the other.
+    let woken = one.0.load(Ordering::SeqCst);
+    assert_eq!(poll_with(&mut first, &one), None);
+    assert_eq!(poll_with(&mut second, &two), None);
+    source.end();
+    assert_eq!(poll_with(&mut second, &two).unwrap(), "");
+    assert!(one.0.load(Ordering::SeqCst) > woken, "woken at the end");
+    assert_eq!(poll_with(&mut first, &one).unwrap(), "");
+}
+
+#[test]
+fn a_copy_dropped_while_waiting_wakes_the_copies_the_source_does_not_know() {
+    // The cancelled attempt's copy polled the source last, so the source holds its waker only:
+    // dropping it must wake the other copy, which then polls the source itself.
+    let source = Gate::default();
+    let mut first = ReplayBody::new(source.clone(), 1024);
+    let mut cancelled = first.replay().unwrap();
+    let (one, two) = (Arc::new(Wakes::default()), Arc::new(Wakes::default()));
+    assert_eq!(poll_with(&mut first, &one), None);
+    assert_eq!(poll_with(&mut cancelled, &two), None);
+    drop(cancelled);
+    assert_eq!(one.0.load(Ordering::SeqCst), 1);
+    assert_eq!(poll_with(&mut first, &one), None);
+    source.send("message 1");
+    assert_eq!(one.0.load(Ordering::SeqCst), 2, "woken by the source now");
+    assert_eq!(poll_with(&mut first, &one).unwrap(), "message 1");
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_deadline_bounds_an_attempt_under_the_layers_attempt_timeout() {
     let server = Silent::default();
@@ -901,7 +1024,7 @@ async fn a_request_dropped_while_waiting_to_retry_releases_its_breaker_permit() 
         // Attempt 1 fails (the breaker counts 1), the retry's permit is taken and the 100 ms
         // wait begins; the request is dropped during it.
         let mut pending = std::pin::pin!(client.call(post("x")));
-        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut cx = Context::from_waker(Waker::noop());
         assert!(pending.as_mut().poll(&mut cx).is_pending());
         assert_eq!(server.bodies().len(), 1);
     }

@@ -4,6 +4,11 @@
 //! reports the original body's size hint (so a `Content-Length` body stays one, a chunked one
 //! stays chunked) and ends with the original's trailers.
 //!
+//! Copies may be read at the same time (a hedged call's attempts, or an attempt the inner
+//! service still drives after the next one started). Only one copy at a time reads the source,
+//! and the source wakes only the copy that polled it last; so a copy that pulls a frame (or
+//! the end, or a failure) wakes every other copy that was waiting for it.
+//!
 //! A replay is whole or it is nothing. A body longer than the bound is sent once: the copy
 //! stops, and the layer does not retry the request. A body whose source fails is never replayed:
 //! the attempt that met the failure passes it on, and every copy after it fails too, rather
@@ -15,7 +20,7 @@ use http_body::{Body, Frame, SizeHint};
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 /// The error type of an [`HttpRetryService`](super::HttpRetryService) and of a [`ReplayBody`]:
 /// the inner service's (or the body source's) error, boxed.
@@ -42,11 +47,54 @@ struct Shared<B> {
     overflowed: bool,
     /// The source failed: no copy can be completed.
     failed: bool,
+    /// How many copies have been made: the next copy's number.
+    copies: usize,
+    /// The copies waiting for the source's next frame.
+    waiting: Waiting,
 }
 
 impl<B> Shared<B> {
     fn replayable(&self) -> bool {
         !self.overflowed && !self.failed
+    }
+}
+
+/// The copies that found the source pending, by number, with their wakers. The source keeps
+/// the waker of the copy that polled it last only, so whichever copy it wakes must wake the
+/// others once it has pulled what they wait for (they then replay it from the buffer, or meet
+/// the end or the failure). The first waiter is kept in place: a body sent once, whose only
+/// copy waits on a slow source, allocates nothing for this.
+#[derive(Default)]
+struct Waiting {
+    first: Option<(usize, Waker)>,
+    more: Vec<(usize, Waker)>,
+}
+
+impl Waiting {
+    /// Copy `copy` waits for the source, to be woken by `waker` (replacing the waker it left
+    /// before, so polling again never makes the list grow).
+    fn register(&mut self, copy: usize, waker: &Waker) {
+        let mut slots = self.first.iter_mut().chain(self.more.iter_mut());
+        if let Some((_, known)) = slots.find(|(c, _)| *c == copy) {
+            known.clone_from(waker);
+            return;
+        }
+        let entry = (copy, waker.clone());
+        match self.first {
+            None => self.first = Some(entry),
+            Some(_) => self.more.push(entry),
+        }
+    }
+
+    /// Wake every waiting copy but `copy` (which is not waiting: it is the one awake). Called
+    /// on what was taken out of the shared state, once the lock is released, so that a waker
+    /// which runs code at once cannot meet the lock held.
+    fn wake_all_but(self, copy: usize) {
+        for (waiter, waker) in self.first.into_iter().chain(self.more) {
+            if waiter != copy {
+                waker.wake();
+            }
+        }
     }
 }
 
@@ -83,6 +131,11 @@ pub struct ReplayBody<B> {
     /// How many bytes this copy has sent, for its size hint.
     sent: u64,
     trailers_sent: bool,
+    /// This copy's number among the copies of its body (0 for the first).
+    copy: usize,
+    /// This copy may be among the waiting: dropping it wakes the others, since the source may
+    /// hold this copy's waker and no other.
+    may_wait: bool,
 }
 
 impl<B> ReplayBody<B> {
@@ -97,6 +150,8 @@ impl<B> ReplayBody<B> {
                 position: 0,
                 sent: 0,
                 trailers_sent: false,
+                copy: 0,
+                may_wait: false,
             };
         }
         ReplayBody {
@@ -111,24 +166,35 @@ impl<B> ReplayBody<B> {
                 trailers: None,
                 overflowed: false,
                 failed: false,
+                copies: 1,
+                waiting: Waiting::default(),
             }))),
             position: 0,
             sent: 0,
             trailers_sent: false,
+            copy: 0,
+            may_wait: false,
         }
     }
 
     /// Another copy for the next attempt, or `None` when the body went past the bound or its
     /// source failed.
     pub fn replay(&self) -> Option<Self> {
-        if !self.is_replayable() {
-            return None;
-        }
+        let copy = match self.lock() {
+            None => 0,
+            Some(state) if !state.replayable() => return None,
+            Some(mut state) => {
+                state.copies += 1;
+                state.copies - 1
+            }
+        };
         Some(ReplayBody {
             shared: self.shared.clone(),
             position: 0,
             sent: 0,
             trailers_sent: false,
+            copy,
+            may_wait: false,
         })
     }
 
@@ -192,8 +258,13 @@ where
             return Poll::Ready(None);
         };
         // Caught up with the source: read on from it.
-        match Pin::new(source).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+        let Poll::Ready(polled) = Pin::new(source).poll_frame(cx) else {
+            state.waiting.register(this.copy, cx.waker());
+            this.may_wait = true;
+            return Poll::Pending;
+        };
+        let frame = match polled {
+            Some(Ok(frame)) => match frame.into_data() {
                 Ok(data) => {
                     state.read += 1;
                     state.bytes += data.len() as u64;
@@ -207,7 +278,7 @@ where
                             state.chunks = Vec::new();
                         }
                     }
-                    Poll::Ready(Some(Ok(Frame::data(data))))
+                    Some(Ok(Frame::data(data)))
                 }
                 Err(frame) => {
                     // Trailers are a body's last frame: the source is done.
@@ -217,24 +288,29 @@ where
                         state.source = None;
                         this.trailers_sent = true;
                     }
-                    Poll::Ready(Some(Ok(frame)))
+                    Some(Ok(frame))
                 }
             },
-            Poll::Ready(None) => {
+            None => {
                 state.complete = true;
                 state.source = None;
-                Poll::Ready(None)
+                None
             }
-            Poll::Ready(Some(Err(e))) => {
+            Some(Err(e)) => {
                 // What was read is not the whole body, and what follows (if the source goes on)
                 // would be sent without the failed part: no copy may be completed from here.
                 state.failed = true;
                 state.source = None;
                 state.chunks = Vec::new();
-                Poll::Ready(Some(Err(e.into())))
+                Some(Err(e.into()))
             }
-            Poll::Pending => Poll::Pending,
-        }
+        };
+        // The copies that waited for this frame (or the end, or the failure) can go on.
+        let waiting = std::mem::take(&mut state.waiting);
+        drop(state);
+        this.may_wait = false;
+        waiting.wake_all_but(this.copy);
+        Poll::Ready(frame)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -261,6 +337,20 @@ where
         }
         hint.set_lower(state.hint.lower().saturating_sub(self.sent));
         hint
+    }
+}
+
+impl<B> Drop for ReplayBody<B> {
+    fn drop(&mut self) {
+        // A copy dropped while it waits (a cancelled attempt) may be the only one whose waker
+        // the source holds: the others must poll the source again to be woken by it.
+        if !self.may_wait {
+            return;
+        }
+        if let Some(shared) = &self.shared {
+            let waiting = std::mem::take(&mut lock(shared).waiting);
+            waiting.wake_all_but(self.copy);
+        }
     }
 }
 

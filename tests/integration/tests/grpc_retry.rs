@@ -11,6 +11,7 @@
 
 mod grpc_server;
 
+use futures_util::Stream;
 use grpc_server::{Act, SERVICE, channel, read_then_close, serve};
 use retry_kit::run::Hook;
 use retry_kit::tonic::{GrpcFailure, GrpcRetryLayer, GrpcRetryService};
@@ -516,6 +517,16 @@ async fn upload(
     layer: GrpcRetryLayer,
     messages: Vec<HealthCheckRequest>,
 ) -> Result<HealthCheckResponse, tonic::Status> {
+    upload_stream(addr, layer, futures_util::stream::iter(messages)).await
+}
+
+/// A client-streaming call of the messages of `stream` through `layer` to
+/// `/retry.kit.Test/Upload`.
+async fn upload_stream(
+    addr: SocketAddr,
+    layer: GrpcRetryLayer,
+    stream: impl Stream<Item = HealthCheckRequest> + Send + 'static,
+) -> Result<HealthCheckResponse, tonic::Status> {
     let service = ServiceBuilder::new()
         .layer(layer)
         .service(channel(addr).await);
@@ -523,7 +534,6 @@ async fn upload(
     grpc.ready().await.unwrap();
     let codec = tonic_prost::ProstCodec::<HealthCheckRequest, HealthCheckResponse>::default();
     let path = http::uri::PathAndQuery::from_static("/retry.kit.Test/Upload");
-    let stream = futures_util::stream::iter(messages);
     Ok(grpc
         .client_streaming(Request::new(stream), path, codec)
         .await?
@@ -556,6 +566,49 @@ async fn a_client_stream_within_the_buffer_is_replayed_whole() {
         assert!(seen.iter().all(|s| s.path == "/retry.kit.Test/Upload"));
         // Three framed messages of 2 + 4 bytes each, the same on both attempts.
         assert_eq!(seen[0].body.len(), 3 * (5 + 6));
+        assert_eq!(seen[0].body, seen[1].body);
+    })
+    .await
+}
+
+/// `messages` as a client sends them when they come: the first at once, then one every `gap`.
+fn paced(
+    messages: Vec<HealthCheckRequest>,
+    gap: Duration,
+) -> impl Stream<Item = HealthCheckRequest> + Send + 'static {
+    futures_util::stream::unfold(
+        messages.into_iter().enumerate(),
+        move |mut left| async move {
+            let (i, message) = left.next()?;
+            if i > 0 {
+                tokio::time::sleep(gap).await;
+            }
+            Some((message, left))
+        },
+    )
+}
+
+#[tokio::test]
+async fn a_hedged_client_stream_reaches_both_attempts_whole() {
+    bounded(async {
+        // Both attempts answered only once their stream has ended (the server reads a request
+        // whole first), with a non-fatal status: the call ends when both have been answered.
+        let (addr, log) = serve(|_, _| Act::Status(Code::Unavailable, None)).await;
+        // Five messages 20 ms apart; the hedge starts after 30 ms, between the second and the
+        // third, so from then on the two attempts wait on one source for each message. The
+        // first used to be left at two messages, never woken again.
+        let stream = paced(messages(5, 4), Duration::from_millis(20));
+
+        let response = upload_stream(addr, hedging(2, "0.03s", "[14]"), stream).await;
+
+        assert_eq!(response.unwrap_err().code(), Code::Unavailable);
+        let seen = log.seen();
+        assert_eq!(seen.len(), 2, "both attempts were read to their end");
+        let mut previous = log.previous_attempts();
+        previous.sort();
+        assert_eq!(previous, [None, Some("1".into())], "the second was a hedge");
+        // Five framed messages of 2 + 4 bytes each, on both attempts.
+        assert_eq!(seen[0].body.len(), 5 * (5 + 6));
         assert_eq!(seen[0].body, seen[1].body);
     })
     .await
