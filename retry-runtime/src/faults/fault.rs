@@ -45,7 +45,10 @@ use std::time::Duration;
 /// ];
 /// assert!(faults[4].sends_request() && !faults[3].sends_request());
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// A fault is `Copy`: a status, a duration or nothing. A variant added later will be too, so
+/// code may rely on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Fault {
     /// Answer with this status and an empty body; nothing is sent on. A number that is not an
@@ -166,5 +169,19 @@ impl fmt::Display for Injected {
 impl StdError for Injected {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         Some(&self.cause)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_is_copy_and_still_usable_after_it_is_passed_on() {
+        let fault = Fault::RetryAfter(429, Duration::from_secs(2));
+        let injected = Injected::new(fault);
+        assert_eq!(injected.fault(), &fault);
+        let faults = [fault; 3];
+        assert!(faults.iter().all(|f| *f == fault));
     }
 }

@@ -94,7 +94,7 @@ fn answer(status: u16, retry_after: Option<u64>) -> Response {
 /// A `reqwest::Error` caused by `fault`'s [`Injected`] error: the error of reading a body that
 /// fails with it at once.
 async fn failed(fault: Fault) -> ::reqwest_middleware::Error {
-    let body = ::reqwest::Body::wrap(Failing(Some(Injected::new(fault.clone()))));
+    let body = ::reqwest::Body::wrap(Failing(Some(Injected::new(fault))));
     match Response::from(::http::Response::new(body)).bytes().await {
         Err(error) => ::reqwest_middleware::Error::Reqwest(error),
         // `Failing` yields its error on the first poll, so reading it cannot succeed; should

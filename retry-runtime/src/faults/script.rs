@@ -99,7 +99,7 @@ impl Script {
         let n = state.seen;
         state.seen += 1;
         if let Some(fault) = usize::try_from(n).ok().and_then(|n| state.listed.get(n)) {
-            return fault.clone();
+            return *fault;
         }
         if state.rates.is_empty() {
             return Fault::Pass;
@@ -109,7 +109,7 @@ impl Script {
         for (probability, fault) in &state.rates {
             below += probability;
             if roll < below {
-                return fault.clone();
+                return *fault;
             }
         }
         Fault::Pass
