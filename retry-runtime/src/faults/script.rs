@@ -71,21 +71,51 @@ impl Script {
     /// After the listed faults, give a request `fault` with probability `probability`.
     ///
     /// The rates are drawn as one roll per request: with `.with(0.2, a).with(0.1, b)` a request
-    /// gets `a` with probability 0.2, `b` with 0.1 and `Pass` with 0.7. Rates that add up to
-    /// more than 1 leave the later faults the rest (a rate of 1 takes every request).
-    /// A script built with [`Script::new`] draws from a generator seeded with 0.
+    /// gets `a` with probability 0.2, `b` with 0.1 and `Pass` with 0.7 (a rate of 1 takes every
+    /// request). A script built with [`Script::new`] draws from a generator seeded with 0.
     ///
     /// The rate is added to this script and every clone of it.
     ///
     /// # Panics
     ///
-    /// If `probability` is not within `0.0..=1.0` (a NaN included): a test set up wrongly.
+    /// A test script that cannot mean what it says is refused where it is written, with a
+    /// message that names the rates:
+    ///
+    /// - `probability` is not within `0.0..=1.0` (a NaN included);
+    /// - the script's rates add up to more than 1, as `.with(0.8, a).with(0.8, b)` would (`b`
+    ///   could not get its 0.8). Float rounding is allowed for: a sum within 1e-9 of 1, such as
+    ///   `0.1 + 0.2 + 0.7`, is accepted.
+    ///
+    /// ```should_panic
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::faults::{Fault, Script};
+    ///
+    /// // Panics: "... add up to 1.6, more than 1: 0.8 for status 503, 0.8 for status 504 ..."
+    /// let _ = Script::seeded(7).with(0.8, Fault::Status(503)).with(0.8, Fault::Status(504));
+    /// ```
     pub fn with(self, probability: f64, fault: Fault) -> Self {
         assert!(
             (0.0..=1.0).contains(&probability),
-            "a fault's probability must be within 0.0..=1.0, not {probability}"
+            "the rate of fault `{fault}` must be a probability within 0.0..=1.0, not {probability}"
         );
-        self.state().rates.push((probability, fault));
+        {
+            let mut state = self.state();
+            state.rates.push((probability, fault));
+            let total: f64 = state.rates.iter().map(|(rate, _)| rate).sum();
+            if total > 1.0 + ROUNDING {
+                let rates: Vec<String> = (state.rates.iter())
+                    .map(|(rate, fault)| format!("{rate} for {fault}"))
+                    .collect();
+                // Leave the script as it was, for whoever catches the panic.
+                state.rates.pop();
+                drop(state);
+                panic!(
+                    "a script's fault rates add up to {total}, more than 1: {}; each request \
+                     draws one fault, so lower the rates until they add up to 1 at most",
+                    rates.join(", ")
+                );
+            }
+        }
         self
     }
 
@@ -125,6 +155,10 @@ impl Script {
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// How far above 1 a script's rates may add up, for the rounding of their sum (`0.1 + 0.2 +
+/// 0.7` is `1.0000000000000002`).
+const ROUNDING: f64 = 1e-9;
 
 /// A uniform draw in `[0, 1)` from 53 random bits.
 fn unit(bits: u64) -> f64 {
@@ -169,8 +203,31 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "within 0.0..=1.0")]
+    #[should_panic(
+        expected = "the rate of fault `connection reset before the request was sent` \
+                               must be a probability within 0.0..=1.0, not 1.5"
+    )]
     fn a_probability_over_one_is_refused() {
         let _ = Script::seeded(1).with(1.5, Fault::Reset);
+    }
+
+    #[test]
+    #[should_panic(expected = "a script's fault rates add up to 1.6, more than 1: \
+                               0.8 for status 503, 0.8 for status 504")]
+    fn rates_that_add_up_to_more_than_one_are_refused_naming_them() {
+        // Accepted before: the second fault was drawn 19.9 % of the time, not 80 %.
+        let _ = Script::seeded(1)
+            .with(0.8, Fault::Status(503))
+            .with(0.8, Fault::Status(504));
+    }
+
+    #[test]
+    fn rates_that_add_up_to_one_after_rounding_are_accepted() {
+        // 0.1 + 0.2 + 0.7 is 1.0000000000000002 in floating point.
+        let script = Script::seeded(5)
+            .with(0.1, Fault::Reset)
+            .with(0.2, Fault::Timeout)
+            .with(0.7, Fault::Status(503));
+        assert!((0..1_000).all(|_| script.next() != Fault::Pass));
     }
 }
