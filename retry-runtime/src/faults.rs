@@ -8,8 +8,10 @@
 //!   [`Script::with`]) for chaos in a staging run that can be replayed from its seed. Clones
 //!   share one script, and [`Script::seen`] says how many requests it has decided.
 //! - Where the fault happens:
-//!   - `FaultLayer` (features `tower` and `http`): a tower layer for `http::Request` clients,
-//!     placed *below* `HttpRetryLayer`, so the real retry stack is what is tested;
+//!   - `FaultLayer` (features `tower` and `http`): a tower layer for `http::Request` clients
+//!     of any response body (a `FaultBody`: the client's own, or the empty body of an
+//!     injected status), placed *below* `HttpRetryLayer`, so the real retry stack is what is
+//!     tested;
 //!   - `FaultMiddleware` (feature `reqwest-middleware`): the same for a reqwest client, added
 //!     *after* `RetryMiddleware`;
 //!   - [`Script::inject`] and [`Script::inject_async`]: a test double around a function body
@@ -30,6 +32,8 @@
 //! assert_eq!(shared.seen(), 3);
 //! ```
 
+#[cfg(all(feature = "tower", feature = "http"))]
+mod body;
 mod double;
 mod fault;
 #[cfg(all(feature = "tower", feature = "http"))]
@@ -38,6 +42,12 @@ mod layer;
 mod middleware;
 mod script;
 
+#[cfg(all(feature = "tower", feature = "http"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(all(feature = "faults", feature = "tower", feature = "http")))
+)]
+pub use body::FaultBody;
 pub use fault::{Fault, Injected};
 #[cfg(all(feature = "tower", feature = "http"))]
 #[cfg_attr(

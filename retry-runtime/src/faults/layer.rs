@@ -3,7 +3,7 @@
 
 use super::double::delay;
 use super::fault::whole_seconds;
-use super::{Fault, Injected, Script};
+use super::{Fault, FaultBody, Injected, Script};
 use crate::tower::BoxError;
 use ::http::{Request, Response, StatusCode, header};
 use std::future::Future;
@@ -16,9 +16,11 @@ use tower_service::Service;
 /// *below* [`HttpRetryLayer`](crate::tower::HttpRetryLayer), so each attempt of the retry loop
 /// is one request through the script and the real retry stack is what is tested.
 ///
-/// - `Status` and `RetryAfter` answer `Response<RB>` with `RB::default()` as the body (so the
-///   inner service's response body must be `Default`, as `http_body_util::Full`,
-///   `http_body_util::Empty` and `String` are); nothing is sent on.
+/// - `Status` and `RetryAfter` answer with an empty body; nothing is sent on. The response
+///   body is a [`FaultBody`]: the inner service's body when the request was sent on, the
+///   empty one otherwise, with the inner body's `Data` and `Error`. So the inner service may
+///   answer any body, hyper's `Incoming` included (a `hyper_util` legacy `Client` is the inner
+///   service as it is), and `HttpRetryLayer` above reads it as it reads any body.
 /// - `Reset`, `Timeout` and `Lost` fail with an [`Injected`] error (boxed): `HttpRetryLayer`
 ///   classifies a reset as transient (nothing was sent: retried for any method) and a timeout
 ///   or a lost answer as idempotent-only (retried only for idempotent methods or requests with
@@ -26,7 +28,8 @@ use tower_service::Service;
 /// - `Lost` sends the request on and awaits the inner service's answer (or error), then drops it.
 /// - `Delay` waits on the crate's clock (virtual under a paused tokio clock), then sends on.
 ///
-/// The service's error is [`BoxError`]: the inner service's error, or an [`Injected`].
+/// The service's response is `Response<FaultBody<RB>>` for an inner `Response<RB>`; its error
+/// is [`BoxError`]: the inner service's error, or an [`Injected`].
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
@@ -64,6 +67,7 @@ use tower_service::Service;
 /// let post = Request::post("http://orders.example/").body(String::from("{}")).unwrap();
 /// let response = client.call(post).await.unwrap();
 /// assert_eq!(response.status(), StatusCode::OK);
+/// assert!(!response.body().is_injected()); // the inner service's body
 /// assert_eq!(script.seen(), 3); // the 503, the reset (a POST, retried: nothing was sent), the 200
 /// # }
 /// ```
@@ -106,11 +110,11 @@ where
     Svc::Future: Send,
     Svc::Error: Into<BoxError>,
     B: Send + 'static,
-    RB: Default + Send + 'static,
+    RB: Send + 'static,
 {
-    type Response = Response<RB>;
+    type Response = Response<FaultBody<RB>>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<RB>, BoxError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<FaultBody<RB>>, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -122,11 +126,15 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let fault = self.script.next();
         Box::pin(async move {
+            let passed = |answer: Result<Response<RB>, Svc::Error>| match answer {
+                Ok(response) => Ok(response.map(FaultBody::passed)),
+                Err(error) => Err(error.into()),
+            };
             match fault {
-                Fault::Pass => inner.call(request).await.map_err(Into::into),
+                Fault::Pass => passed(inner.call(request).await),
                 Fault::Delay(wait) => {
                     delay(wait).await;
-                    inner.call(request).await.map_err(Into::into)
+                    passed(inner.call(request).await)
                 }
                 Fault::Lost => {
                     drop(inner.call(request).await);
@@ -140,9 +148,9 @@ where
     }
 }
 
-/// The response of a `Status` or `RetryAfter` fault, with an empty (default) body.
-fn answer<RB: Default>(status: u16, retry_after: Option<u64>) -> Response<RB> {
-    let mut response = Response::new(RB::default());
+/// The response of a `Status` or `RetryAfter` fault, with an empty body.
+fn answer<RB>(status: u16, retry_after: Option<u64>) -> Response<FaultBody<RB>> {
+    let mut response = Response::new(FaultBody::injected());
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(seconds) = retry_after {

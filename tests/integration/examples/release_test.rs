@@ -18,44 +18,19 @@
 #[path = "../tests/exports/mod.rs"]
 mod exports;
 
-use http::{Request, Response};
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
+use http::Request;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use retry_kit::faults::{Fault, FaultLayer, Script};
+use retry_kit::faults::{Fault, FaultBody, FaultLayer, Script};
 use retry_kit::tower::{HttpFailure, HttpRetryLayer, ReplayBody};
 use retry_kit::{Failure, Next, RetryPolicy};
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::ServiceBuilder;
-use tower_service::Service;
 
-type Body = BoxBody<Bytes, hyper::Error>;
-
-/// hyper-util's client with boxed response bodies (`FaultLayer` answers a `Status` fault with
-/// an empty default body, which hyper's `Incoming` does not have).
-#[derive(Clone)]
-struct Boxed(Client<HttpConnector, ReplayBody<Full<Bytes>>>);
-
-impl Service<Request<ReplayBody<Full<Bytes>>>> for Boxed {
-    type Response = Response<Body>;
-    type Error = hyper_util::client::legacy::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Self::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<ReplayBody<Full<Bytes>>>) -> Self::Future {
-        let response = self.0.call(request);
-        Box::pin(async move { Ok(response.await?.map(BodyExt::boxed)) })
-    }
-}
+/// hyper's response body through `FaultLayer` (an injected status's is empty).
+type Body = FaultBody<Incoming>;
 
 /// The run log: one line per failed attempt.
 fn log(failure: &Failure<'_, HttpFailure<Body>>) {
@@ -83,7 +58,7 @@ async fn main() {
                 .on_failure(log as fn(&Failure<'_, HttpFailure<Body>>)),
         )
         .layer(FaultLayer::new(script.clone()))
-        .service(Boxed(Client::builder(TokioExecutor::new()).build_http()));
+        .service(Client::builder(TokioExecutor::new()).build_http::<ReplayBody<Full<Bytes>>>());
     let export = |body: &'static str| {
         Request::post(format!("http://{addr}/exports"))
             .body(Full::new(Bytes::from_static(body.as_bytes())))

@@ -12,46 +12,28 @@ mod loopback;
 use loopback::{Seen, serve};
 
 use http::{Request, Response, StatusCode};
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
+use hyper::body::{Bytes, Incoming};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use retry_kit::faults::{Fault, FaultLayer, FaultMiddleware, Injected, Script};
+use retry_kit::faults::{Fault, FaultBody, FaultLayer, FaultMiddleware, Injected, Script};
 use retry_kit::reqwest_middleware::RetryMiddleware;
 use retry_kit::tower::{BoxError, HttpFailure, HttpRetryLayer, ReplayBody};
 use retry_kit::{ErrorClass, Failure, Next, RetryPolicy, testing};
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Mutex;
-use std::task::{Context, Poll};
 use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
+/// hyper-util's legacy client, as the README stacks it: `FaultLayer` over it as it is.
 type HyperClient = Client<HttpConnector, ReplayBody<Full<Bytes>>>;
-type Body = BoxBody<Bytes, hyper::Error>;
+/// Its response body through `FaultLayer`: hyper's own, or an injected status's empty one.
+type Body = FaultBody<Incoming>;
 
-/// hyper-util's client with its response bodies boxed: `FaultLayer` answers a `Status` fault
-/// with `RB::default()`, and hyper's `Incoming` has no default (a `BoxBody` has: empty).
-#[derive(Clone)]
-struct Boxed(HyperClient);
-
-impl Service<Request<ReplayBody<Full<Bytes>>>> for Boxed {
-    type Response = Response<Body>;
-    type Error = hyper_util::client::legacy::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Self::Error>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<ReplayBody<Full<Bytes>>>) -> Self::Future {
-        let response = self.0.call(request);
-        Box::pin(async move { Ok(response.await?.map(BodyExt::boxed)) })
-    }
+fn hyper_client() -> HyperClient {
+    Client::builder(TokioExecutor::new()).build_http()
 }
 
 fn policy() -> RetryPolicy {
@@ -66,8 +48,7 @@ fn all_answer_200(_: usize) -> (StatusCode, Option<&'static str>) {
 fn tower_client(
     script: &Script,
 ) -> impl Service<Request<Full<Bytes>>, Response = Response<Body>, Error = BoxError> {
-    let client = Boxed(Client::builder(TokioExecutor::new()).build_http());
-    HttpRetryLayer::new(policy()).layer(FaultLayer::new(script.clone()).layer(client))
+    HttpRetryLayer::new(policy()).layer(FaultLayer::new(script.clone()).layer(hyper_client()))
 }
 
 fn request(method: &str, addr: SocketAddr, key: Option<&str>) -> Request<Full<Bytes>> {
@@ -144,6 +125,48 @@ async fn tower_a_503_is_answered_without_the_server_and_retried_to_its_200() {
     // The 503 never reached the server: it received the one request that passed.
     assert_eq!(received(&seen).len(), 1);
     assert_eq!(script.seen(), 2);
+}
+
+#[tokio::test]
+async fn tower_the_fault_layer_takes_hyper_clients_incoming_body_as_it_is() {
+    // `FaultLayer` over hyper-util's client, under `HttpRetryLayer`: it did not compile, since
+    // an injected status needed a `Default` response body and hyper's `Incoming` has none.
+    let (addr, seen) = serve(all_answer_200).await;
+    let script = Script::new([Fault::Status(503), Fault::Reset]);
+    let mut client =
+        HttpRetryLayer::new(policy()).layer(FaultLayer::new(script.clone()).layer(hyper_client()));
+    let (response, slept) =
+        testing::record_sleeps_async(client.call(request("POST", addr, None))).await;
+    let response: Response<FaultBody<Incoming>> = response.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(!response.body().is_injected());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "answer", "hyper's own body, read through the layers");
+    assert_eq!(slept.len(), 2);
+    // The 503 and the reset were injected: the server received the third attempt only.
+    assert_eq!(
+        received(&seen),
+        [("POST".to_owned(), "order 17".to_owned(), None)]
+    );
+    assert_eq!(script.seen(), 3);
+
+    // An injected status that is the last answer comes back with an empty body.
+    let script = Script::new([Fault::Status(503)]);
+    let mut once = HttpRetryLayer::new(policy().attempts(1))
+        .layer(FaultLayer::new(script.clone()).layer(hyper_client()));
+    let response = once.call(request("GET", addr, None)).await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.body().is_injected());
+    assert!(
+        response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .is_empty()
+    );
+    assert_eq!(received(&seen).len(), 1, "nothing more reached the server");
 }
 
 #[tokio::test]
@@ -440,11 +463,10 @@ fn log_failure(failure: &Failure<'_, HttpFailure<Body>>) {
 async fn release_an_uncertain_export_is_stored_once_and_a_schema_error_is_not_retried() {
     let (addr, ledger) = exports::receiver().await;
     let script = Script::new([Fault::Lost]);
-    let client = Boxed(Client::builder(TokioExecutor::new()).build_http());
     let mut exporter = HttpRetryLayer::new(policy())
         .idempotency_keys()
         .on_failure(log_failure as fn(&Failure<'_, HttpFailure<Body>>))
-        .layer(FaultLayer::new(script.clone()).layer(client));
+        .layer(FaultLayer::new(script.clone()).layer(hyper_client()));
     let export = |body: &'static str| {
         Request::post(format!("http://{addr}/exports"))
             .body(Full::new(Bytes::from_static(body.as_bytes())))
