@@ -18,7 +18,8 @@
 //!     or a closure (fail with an error the test gives, run then lose the answer, delay, pass).
 //!
 //! A fault that fails a request without an answer is an [`Injected`] error, built so that the
-//! layers classify it as the real failure would be: see [`Injected`] for how.
+//! layers classify it as the real failure would be (under `FaultMiddleware`, reqwest's own
+//! error, at the request's URL): see [`Injected`] for how.
 //!
 //! ```
 //! # extern crate retry_runtime as retry_kit;

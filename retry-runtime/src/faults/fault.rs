@@ -117,11 +117,14 @@ pub(super) fn whole_seconds(wait: Duration) -> u64 {
 ///   connection reset before the request was sent"). A reset is classified by the HTTP layer
 ///   as idempotent-only unless the error chain shows that nothing was sent, and a refused
 ///   connection is the one `io::Error` that says so: so the layers retry an injected reset
-///   for every method, as a reset before sending is. (Under `FaultMiddleware` reqwest's
-///   classification applies instead; see there.)
+///   for every method, as a reset before sending is.
 /// - `Timeout` and `Lost`: an `io::Error` of kind `TimedOut` carrying the crate's
-///   [`TimedOut`] (`get_ref()` downcasts to it): idempotent-only, for tower's chain
-///   classification and for reqwest's `is_timeout()` alike.
+///   [`TimedOut`] (`get_ref()` downcasts to it): idempotent-only.
+///
+/// Under `FaultMiddleware` the caller gets a `reqwest::Error` that reqwest made, as the real
+/// failure: a reset is reqwest's connect error with this `Injected` in its source chain, and a
+/// timeout or a lost answer is reqwest's own timeout error, which (like a real one) carries
+/// nothing more; [`Script::seen`](super::Script::seen) tells a test how many were injected.
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;

@@ -20,7 +20,7 @@ use hyper_util::rt::TokioExecutor;
 use retry_kit::faults::{Fault, FaultBody, FaultLayer, FaultMiddleware, Injected, Script};
 use retry_kit::reqwest_middleware::RetryMiddleware;
 use retry_kit::tower::{BoxError, HttpFailure, HttpRetryLayer, ReplayBody};
-use retry_kit::{ErrorClass, Failure, Next, RetryPolicy, testing};
+use retry_kit::{Classify, ErrorClass, Failure, Next, RetryPolicy, testing};
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -315,6 +315,66 @@ async fn reqwest_a_reset_before_sending_is_retried_even_for_a_plain_post() {
     assert_eq!(received(&seen).len(), 2);
 }
 
+/// The `reqwest::Error` of a failed call through the reqwest stack.
+fn reqwest_error(error: reqwest_middleware::Error) -> reqwest::Error {
+    match error {
+        reqwest_middleware::Error::Reqwest(error) => error,
+        other => panic!("not a reqwest error: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn reqwest_an_injected_failure_is_the_real_one_at_the_requests_url() {
+    // Without a retry middleware: the caller sees each injected failure itself. They were all
+    // body errors before, so a timeout was also `is_decode()`, and every one named
+    // `http://no.url.provided.local/`.
+    let (addr, seen) = serve(all_answer_200).await;
+    let url = format!("http://{addr}/orders?id=17");
+    let script = Script::new([
+        Fault::Timeout,
+        Fault::Lost,
+        Fault::Reset,
+        Fault::Status(503),
+    ]);
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(FaultMiddleware::new(script.clone()))
+        .build();
+    let send = || client.post(&url).body("order 17").send();
+
+    for fault in [Fault::Timeout, Fault::Lost] {
+        let timeout = reqwest_error(send().await.unwrap_err());
+        assert!(timeout.is_timeout(), "{fault}: {timeout:?}");
+        assert!(
+            !timeout.is_decode() && !timeout.is_body(),
+            "{fault}: {timeout:?}"
+        );
+        assert!(
+            !timeout.is_connect() && !timeout.is_status(),
+            "{fault}: {timeout:?}"
+        );
+        assert_eq!(timeout.url().map(reqwest::Url::as_str), Some(&*url));
+        assert_eq!(timeout.class(), ErrorClass::IdempotentOnly);
+    }
+    assert_eq!(
+        received(&seen).len(),
+        1,
+        "the lost request reached the server"
+    );
+
+    let reset = reqwest_error(send().await.unwrap_err());
+    assert!(reset.is_connect(), "{reset:?}");
+    assert!(!reset.is_timeout() && !reset.is_decode(), "{reset:?}");
+    assert_eq!(reset.url().map(reqwest::Url::as_str), Some(&*url));
+    assert_eq!(injected(&reset).unwrap().fault(), &Fault::Reset);
+    assert_eq!(reset.class(), ErrorClass::Transient);
+
+    let answer = send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.url().as_str(), url);
+    assert_eq!(received(&seen).len(), 1, "nothing else was sent");
+    assert_eq!(script.seen(), 4);
+}
+
 #[tokio::test]
 async fn reqwest_a_timeout_is_retried_for_a_get_and_returned_for_a_post() {
     let (addr, seen) = serve(all_answer_200).await;
@@ -325,9 +385,8 @@ async fn reqwest_a_timeout_is_retried_for_a_get_and_returned_for_a_post() {
 
     let script = Script::new([Fault::Timeout]);
     let (response, slept) = through_reqwest(&script, reqwest::Method::POST, addr, None).await;
-    let error = response.unwrap_err();
-    assert!(matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.is_timeout()));
-    assert_eq!(injected(&error).unwrap().fault(), &Fault::Timeout);
+    let error = reqwest_error(response.unwrap_err());
+    assert!(error.is_timeout());
     assert!(slept.is_empty());
     assert_eq!(received(&seen).len(), 1);
 }
@@ -352,10 +411,8 @@ async fn reqwest_a_lost_answer_to_a_plain_post_is_received_once_and_not_retried(
     let (addr, seen) = serve(all_answer_200).await;
     let script = Script::new([Fault::Lost]);
     let (response, slept) = through_reqwest(&script, reqwest::Method::POST, addr, None).await;
-    assert_eq!(
-        injected(&response.unwrap_err()).unwrap().fault(),
-        &Fault::Lost
-    );
+    assert!(reqwest_error(response.unwrap_err()).is_timeout());
+    assert_eq!(script.seen(), 1);
     assert!(slept.is_empty());
     assert_eq!(received(&seen).len(), 1);
 }
