@@ -46,6 +46,7 @@ pub use retry_runtime::{CircuitBreaker, CircuitPermit, CircuitState};
 pub use retry_runtime::{Classify, retryable};
 pub use retry_runtime::{PerKey, per_key};
 pub use retry_runtime::{PolicyCell, policy_cell};
+pub use retry_runtime::{chain_retry_after, classify_chain};
 
 #[doc(hidden)]
 pub use retry_runtime::__private;

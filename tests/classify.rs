@@ -627,6 +627,66 @@ fn boxed_and_shared_trait_objects_forward_too() {
     assert_eq!(shared.retry_after(), Some(SECOND));
 }
 
+/// An error with a message of its own and a cause, as `anyhow::Context` and most clients'
+/// errors are.
+#[derive(Debug)]
+struct Context(&'static str, Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Context {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.1)
+    }
+}
+
+fn boxed(
+    message: &'static str,
+    cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> Box<dyn std::error::Error + Send + Sync> {
+    Box::new(Context(message, cause.into()))
+}
+
+#[test]
+fn a_boxed_error_is_classified_through_its_chain_by_a_public_function() {
+    // There was no public way: users of boxed and anyhow errors wrote their own walk.
+    use retry_kit::{chain_retry_after, classify_chain};
+    let reset = boxed(
+        "loading the ledger",
+        io::Error::from(io::ErrorKind::ConnectionReset),
+    );
+    assert_eq!(classify_chain(&*reset), ErrorClass::Transient);
+    let missing = boxed(
+        "loading the ledger",
+        io::Error::from(io::ErrorKind::NotFound),
+    );
+    assert_eq!(classify_chain(&*missing), ErrorClass::Permanent);
+    let slow = boxed("loading the ledger", TimedOut::after(SECOND));
+    assert_eq!(classify_chain(&*slow), ErrorClass::IdempotentOnly);
+    let open = boxed(
+        "loading the ledger",
+        boxed("the ledger", CircuitOpen::new(3 * SECOND)),
+    );
+    assert_eq!(classify_chain(&*open), ErrorClass::Transient);
+    assert_eq!(chain_retry_after(&*open), Some(3 * SECOND));
+    // The breaker's error carried through an `io::Error`, as `io::Result` functions return it.
+    let carried = boxed("loading", io::Error::from(CircuitOpen::new(SECOND)));
+    assert_eq!(chain_retry_after(&*carried), Some(SECOND));
+    // hyper-util's errors, known by their messages: a connect error sent nothing.
+    let refused = boxed(
+        "client error (Connect)",
+        io::Error::other("tcp connect error"),
+    );
+    assert_eq!(classify_chain(&*refused), ErrorClass::Transient);
+    let unknown = boxed("something else", "no cause the crate knows");
+    assert_eq!(classify_chain(&*unknown), ErrorClass::Permanent);
+    assert_eq!(chain_retry_after(&*unknown), None);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Derived impls drive the retry loop.
 

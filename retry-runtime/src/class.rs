@@ -3,6 +3,10 @@
 //! The class of an error is decided where the error is defined, because that is the only place
 //! with enough context to tell a lock timeout from a permission denial. A generic wrapper at the
 //! top of a call sees a type and a message; the error type itself knows what it means.
+//!
+//! An error that arrives boxed or wrapped (`Box<dyn Error>`, `anyhow::Error`) can still be
+//! classified by the errors in its source chain: [`classify_chain`](crate::classify_chain) and
+//! [`chain_retry_after`](crate::chain_retry_after).
 
 use std::sync::Arc;
 use std::time::Duration;

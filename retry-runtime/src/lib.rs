@@ -11,6 +11,7 @@
 //! | module | holds |
 //! | --- | --- |
 //! | [`class`] | [`ErrorClass`], [`Classify`] and the built-in `std::io::Error` table |
+//! | `chain` | [`classify_chain`] and [`chain_retry_after`]: the class of a boxed or wrapped error, read through its source chain |
 //! | [`error`] | the crate's own errors, [`TimedOut`] and [`CircuitOpen`] |
 //! | [`io`] | `Classify for std::io::Error`, and the crate's errors carried inside one |
 //! | [`fresh`] | a fresh copy of each `mut` argument for every attempt |
@@ -41,6 +42,7 @@
 pub mod adaptive;
 pub mod breaker;
 pub mod budget;
+mod chain;
 pub mod class;
 pub mod clock;
 // Without `serde`, only its vocabulary: the nearest-key suggestion of `tonic`'s service config.
@@ -94,6 +96,7 @@ pub use retry_macros::{Classify, retryable};
 pub use adaptive::AdaptivePolicy;
 pub use breaker::{BreakerSettings, CircuitBreaker, CircuitPermit, CircuitState, FailureRatio};
 pub use budget::{BudgetSettings, RetryBudget};
+pub use chain::{chain_retry_after, classify_chain};
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
 pub use durable::{AttemptRecord, Plan, RetryState};

@@ -6,6 +6,7 @@ mod future;
 pub use future::HttpRetryFuture;
 
 use super::replay::{BodyNotReplayable, BoxError, ReplayBody};
+use crate::chain::{self, Sending};
 use crate::class::{Classify, ErrorClass};
 use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{Authority, ForEachRequest, HttpSettings};
@@ -88,80 +89,21 @@ impl<RB> Classify for HttpFailure<RB> {
     }
 }
 
-/// The class of an error found through its source chain. The question is whether the server
-/// may have acted on the request:
-///
-/// - a failure that provably happened before anything was sent is transient: the crate's own
-///   `CircuitOpen`, a refused connection, and hyper-util's connect errors and requests it
-///   handed back unsent ("client error (Connect)", "client error (Canceled)", "tcp connect
-///   error", "dns error");
-/// - a reset, abort, broken pipe or close after the connection was up, tokio's `Elapsed`, an
-///   error whose message says it "timed out" (tower's and most clients' timeout errors, which
-///   this crate cannot name), hyper's "connection closed before message completed", and the
-///   crate's `TimedOut`: the request may have been written and acted on, so idempotent-only;
-/// - anything else is permanent: an unknown failure is not retried into a struggling server.
+/// The class of an inner service's error, found through its source chain. The question is
+/// whether the server may have acted on the request: the layer's own body errors (a body it
+/// will not send again) are permanent wherever they sit in the chain; the rest is
+/// [`classify_chain`](crate::classify_chain)'s reading, for a request that was being sent (a
+/// reset or a close that the chain does not show to have happened before sending is
+/// idempotent-only).
 pub(crate) fn chain_class(error: &(dyn StdError + 'static)) -> (ErrorClass, Option<Duration>) {
     let mut current = Some(error);
-    let mut before_sending = false;
-    let mut maybe_processed = false;
     while let Some(e) = current {
-        if let Some(open) = e.downcast_ref::<CircuitOpen>() {
-            return (open.class(), Classify::retry_after(open));
-        }
-        if e.is::<TimedOut>() {
-            return (ErrorClass::IdempotentOnly, None);
-        }
         if e.is::<BodyNotReplayable>() || e.is::<BodyTooLong>() {
             return (ErrorClass::Permanent, None);
         }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if io
-                .get_ref()
-                .is_some_and(|inner| inner.is::<CircuitOpen>() || inner.is::<TimedOut>())
-            {
-                // The crate's own error carried through an `io::Error`.
-                return (io.class(), io.retry_after());
-            }
-            return (io_class(io, before_sending), None);
-        }
-        let message = e.to_string().to_ascii_lowercase();
-        before_sending |= message.starts_with("client error (connect)")
-            || message.starts_with("client error (canceled)")
-            || message.starts_with("tcp connect error")
-            || message.starts_with("dns error");
-        maybe_processed |= e.is::<tokio::time::error::Elapsed>()
-            || message.contains("timed out")
-            // hyper: the connection closed after the request was written, before the answer.
-            || message.contains("connection closed before message completed");
         current = e.source();
     }
-    if before_sending {
-        (ErrorClass::Transient, None)
-    } else if maybe_processed {
-        (ErrorClass::IdempotentOnly, None)
-    } else {
-        (ErrorClass::Permanent, None)
-    }
-}
-
-/// An I/O error met while sending a request. Before anything was sent (a connect or DNS error,
-/// a refused connection) it is transient; after, a reset or an abort leaves the outcome
-/// unknown, and what `io::Error`'s own class calls permanent stays permanent.
-fn io_class(io: &std::io::Error, before_sending: bool) -> ErrorClass {
-    // Nothing was sent, whatever the kind: a failed DNS lookup reaches here as an error std
-    // leaves uncategorized, which on its own would be permanent.
-    if before_sending {
-        return ErrorClass::Transient;
-    }
-    let class = io.class();
-    if class == ErrorClass::Permanent {
-        return class;
-    }
-    if io.kind() == std::io::ErrorKind::ConnectionRefused {
-        ErrorClass::Transient
-    } else {
-        ErrorClass::IdempotentOnly
-    }
+    chain::read(error, Sending::Request)
 }
 
 /// The layer's classifier: the failure's own class and hint, and whether the request can go
