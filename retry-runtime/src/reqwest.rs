@@ -132,7 +132,10 @@ fn caused_by_io_failure(error: &::reqwest::Error) -> bool {
 /// unread; to keep it, check `response.status()` yourself and build the error with
 /// [`StatusError::new`] before reading the body.
 ///
-/// See the [module docs](self) for the pattern this is part of.
+/// The error is a [`StatusError`], not a `reqwest::Error` (reqwest's errors cannot be made
+/// outside reqwest): `?` on it needs a function whose error type is `From<StatusError>` as
+/// well as `From<reqwest::Error>`, an enum that delegates to both (the [module docs](self)
+/// derive one) or a boxed error, which [`classify_chain`](crate::classify_chain) reads.
 ///
 /// ```no_run
 /// # extern crate retry_runtime as retry_kit;

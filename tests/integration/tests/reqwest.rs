@@ -113,6 +113,53 @@ async fn post_text(client: &reqwest::Client, url: &str) -> Result<String, FetchE
     Ok(response.text().await?)
 }
 
+/// The README's line for the `reqwest` feature, in the function it names: one whose error type
+/// is `From<reqwest::Error> + From<StatusError>`. (A `StatusError` is not a `reqwest::Error`:
+/// the README showed the line alone, and in a function returning `reqwest::Error` it does not
+/// compile.)
+#[allow(unused_qualifications)] // the line as the README writes it
+async fn readme_line<E>(client: &reqwest::Client, url: &str) -> Result<reqwest::Response, E>
+where
+    E: From<reqwest::Error> + From<StatusError>,
+{
+    let res = retry_kit::reqwest::error_for_status(client.get(url).send().await?)?;
+    Ok(res)
+}
+
+#[tokio::test]
+async fn the_readmes_error_for_status_line_is_shown_in_a_function_where_it_compiles() {
+    let readme = include_str!("../../../README.md");
+    let row = readme
+        .lines()
+        .find(|line| line.starts_with("| `reqwest` |"))
+        .expect("the README's feature table has a `reqwest` row");
+    assert!(
+        row.contains(
+            "`let res = retry_kit::reqwest::error_for_status(client.get(url).send().await?)?;` \
+             in a fn whose error type is `From<reqwest::Error> + From<StatusError>`"
+        ),
+        "the README shows the line `readme_line` compiles, with the error type it needs: {row}"
+    );
+
+    let (addr, hits) = serve(|_| reply(StatusCode::SERVICE_UNAVAILABLE, Some("2"), "")).await;
+    let (client, url) = (reqwest::Client::new(), format!("http://{addr}/"));
+    // An enum, as in the `retry_kit::reqwest` docs: the status and its wait are kept.
+    let Err(FetchError::Status(status)) = readme_line::<FetchError>(&client, &url).await else {
+        panic!("a 503 is a status error");
+    };
+    assert_eq!(status.class(), ErrorClass::Transient);
+    assert_eq!(status.retry_after(), Some(Duration::from_secs(2)));
+    // A boxed error, read through its chain.
+    type BoxError = Box<dyn std::error::Error + Send + Sync>;
+    let boxed = readme_line::<BoxError>(&client, &url).await.unwrap_err();
+    assert_eq!(retry_kit::classify_chain(&*boxed), ErrorClass::Transient);
+    assert_eq!(
+        retry_kit::chain_retry_after(&*boxed),
+        Some(Duration::from_secs(2))
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+}
+
 #[tokio::test(start_paused = true)]
 async fn two_503s_with_retry_after_are_waited_out_and_the_third_attempt_succeeds() {
     let (addr, hits) = serve(|n| match n {
