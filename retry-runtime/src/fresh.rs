@@ -6,6 +6,13 @@
 //! `let mut n = fresh(&n);` at the top of the attempt. A type that cannot be copied would need
 //! a clone, which the macro never makes on the user's behalf: that is a compile error at the
 //! argument, carried by [`FreshPerAttempt`].
+//!
+//! The error names only what the user wrote and can write: the argument, its type, `Copy`,
+//! `.clone()` and `&mut`. Left to itself, rustc would also suggest a bound for an `impl Trait`
+//! or generic argument's type, `impl FnMut() + FreshPerAttempt<name>`, naming a type the macro
+//! made inside the function, which no one can write. It suggests no bound whose arguments it
+//! cannot write, so the generated code passes a closure as the trait's `Site`: a closure's
+//! type cannot be written, and the suggestion is left out.
 
 /// A `mut` argument type that each attempt can get a fresh copy of: any `Copy` type. `Name` is
 /// a type the generated code names after the argument, so that the error says what to write
@@ -15,16 +22,20 @@
     label = "this `mut` argument is changed by the body, so every attempt needs its own copy",
     note = "drop `mut` here and make the copy visible in the body: `let mut {Name} = {Name}.clone();`, or take `&mut {Self}` to carry changes across attempts on purpose"
 )]
-pub trait FreshPerAttempt<Name>: Sized {
+///
+/// `Site` is what the generated code passes to [`fresh_copy`](Self::fresh_copy): a closure, so
+/// that rustc suggests no bound naming this trait (see the [module docs](self)); anything else
+/// may pass `()`.
+pub trait FreshPerAttempt<Name, Site = ()>: Sized {
     /// A copy for one attempt (what the generated code calls, so that a type which is not
     /// `Copy` is reported as this trait, at the argument).
-    fn fresh_copy(&self) -> Self;
+    fn fresh_copy(&self, site: Site) -> Self;
 }
 
 #[diagnostic::do_not_recommend]
-impl<Name, T: Copy> FreshPerAttempt<Name> for T {
+impl<Name, Site, T: Copy> FreshPerAttempt<Name, Site> for T {
     #[inline(always)]
-    fn fresh_copy(&self) -> Self {
+    fn fresh_copy(&self, _: Site) -> Self {
         *self
     }
 }
@@ -57,15 +68,15 @@ impl<Name, T: Copy> FreshPerAttempt<Name> for T {
     label = "this `mut` argument is changed by the body, so every attempt needs its own copy",
     note = "drop `mut` here and make the copy visible in the body: `let mut {Name} = {Name}.clone();` (a hedged function's attempts run side by side, so none of them can take `&mut {Self}`)"
 )]
-pub trait FreshPerHedgedAttempt<Name>: Sized {
-    /// A copy for one attempt.
-    fn fresh_copy(&self) -> Self;
+pub trait FreshPerHedgedAttempt<Name, Site = ()>: Sized {
+    /// A copy for one attempt (`Site` as for [`FreshPerAttempt`]).
+    fn fresh_copy(&self, site: Site) -> Self;
 }
 
 #[diagnostic::do_not_recommend]
-impl<Name, T: Copy> FreshPerHedgedAttempt<Name> for T {
+impl<Name, Site, T: Copy> FreshPerHedgedAttempt<Name, Site> for T {
     #[inline(always)]
-    fn fresh_copy(&self) -> Self {
+    fn fresh_copy(&self, _: Site) -> Self {
         *self
     }
 }
@@ -95,5 +106,5 @@ impl<Name, T: Copy> FreshPerHedgedAttempt<Name> for T {
 /// ```
 #[inline(always)]
 pub fn fresh<Name, T: FreshPerAttempt<Name>>(value: &T) -> T {
-    value.fresh_copy()
+    value.fresh_copy(())
 }

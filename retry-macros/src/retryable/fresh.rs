@@ -1,9 +1,11 @@
 //! `mut` arguments taken by value: each attempt gets a fresh copy.
 //!
 //! The `mut` is taken off the argument's binding (the function's type does not change) and the
-//! attempt begins with `let mut name = fresh(&name);`, so the body's changes stay in that
-//! attempt. `fresh` requires `Copy` (the runtime's `FreshPerAttempt` says why at the argument);
-//! a clone would be a cost the user did not write, so it stays the user's visible choice.
+//! attempt begins with `let mut name = FreshPerAttempt::<name, _>::fresh_copy(&name, || ());`
+//! (the closure keeps rustc from suggesting a bound it cannot write), so the body's changes
+//! stay in that attempt. The copy requires `Copy` (the runtime's `FreshPerAttempt` says why at
+//! the argument); a clone would be a cost the user did not write, so it stays the user's
+//! visible choice.
 
 use super::attr::Errors;
 use proc_macro2::TokenStream;
@@ -100,11 +102,15 @@ pub(crate) fn prelude(bindings: &[Binding], krate: &Path, hedged: bool) -> Token
         // the user's), for the error's note: `let mut line = line.clone();`.
         let mut name = ident.clone();
         name.set_span(proc_macro2::Span::mixed_site().located_at(ident.span()));
-        // Spanned at the argument, so that a type which is not `Copy` is reported there.
+        // Spanned at the argument, so that a type which is not `Copy` is reported there. The
+        // closure is the trait's `Site`: rustc suggests no bound it cannot write, and a
+        // closure's type cannot be written, so it does not suggest `impl Trait + FreshPerAttempt
+        // <name>` (naming the type above) for an `impl Trait` or generic argument.
+        let site = quote_spanned!(proc_macro2::Span::mixed_site()=> || ());
         out.extend(quote_spanned!(ident.span()=>
             #[allow(non_camel_case_types, dead_code)]
             struct #name {}
-            let #mutability #ident = #fresh::<#name>::fresh_copy(&#ident);
+            let #mutability #ident = #fresh::<#name, _>::fresh_copy(&#ident, #site);
         ));
     }
     out
