@@ -151,19 +151,38 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// The class of a response and the wait it asks for: [`status_class`] of the status and
-/// [`retry_after`] of the headers.
+/// The class of a response and the wait it asks for: the one place every HTTP front end turns
+/// an answer into what the retry loop decides with (the tower layer's `HttpFailure`, the
+/// middleware's `Attempted`, [`StatusError`] and so [`error_for_status`] and
+/// `reqwest::error_for_status`). The class is [`status_class`] of the status; the wait is
+/// [`retry_after`] of the headers. A rule about answers (a status read differently, a hint
+/// header more, a wait floor for a status) is written here and reaches all of them. Which
+/// answers a layer treats as failed attempts at all is decided on the status alone
+/// ([`status_class`]), so that a successful answer's headers are never read.
 ///
-/// The hint is returned whatever the class; a retry loop ignores it for a permanent one.
+/// The hint is returned whatever the class; a retry loop ignores it for a permanent one. How
+/// the loop uses it: the next wait is the longer of the policy's jittered delay and the hint;
+/// a hint longer than the policy's `max_delay` stops the call (`StopReason::RetryAfterTooLong`)
+/// rather than waiting past the cap the policy declares, and a wait that would end past the
+/// deadline stops it too. So a floor added here (say, "a 429 waits at least 1 s") only has
+/// the effect it says under a `max_delay` of at least that floor: with `max_delay = "500ms"`
+/// the call stops instead. Raise `max_delay` where servers ask for long waits.
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
-/// use http::{HeaderMap, StatusCode};
+/// use http::{HeaderMap, HeaderValue, StatusCode};
 /// use retry_kit::{http::classify_response, ErrorClass};
+/// use std::time::Duration;
 ///
 /// assert_eq!(
 ///     classify_response(StatusCode::BAD_REQUEST, &HeaderMap::new()),
 ///     (ErrorClass::Permanent, None),
+/// );
+/// let mut headers = HeaderMap::new();
+/// headers.insert("retry-after", HeaderValue::from_static("3"));
+/// assert_eq!(
+///     classify_response(StatusCode::TOO_MANY_REQUESTS, &headers),
+///     (ErrorClass::Transient, Some(Duration::from_secs(3))),
 /// );
 /// ```
 pub fn classify_response(
@@ -206,7 +225,7 @@ pub struct StatusError {
 impl StatusError {
     /// The error for a response with this status and these headers.
     pub fn new(status: StatusCode, headers: &HeaderMap) -> Self {
-        StatusError::with_retry_after(status, retry_after(headers))
+        StatusError::with_retry_after(status, classify_response(status, headers).1)
     }
 
     /// The error for a status and an already known wait hint.

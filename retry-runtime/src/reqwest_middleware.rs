@@ -95,7 +95,7 @@ pub enum Attempted {
 impl Classify for Attempted {
     fn class(&self) -> ErrorClass {
         match self {
-            Attempted::Status(response) => crate::http::status_class(response.status()),
+            Attempted::Status(response) => answer(response).0,
             Attempted::Error(::reqwest_middleware::Error::Reqwest(e)) => e.class(),
             Attempted::Error(::reqwest_middleware::Error::Middleware(_)) => ErrorClass::Permanent,
         }
@@ -103,11 +103,16 @@ impl Classify for Attempted {
 
     fn retry_after(&self) -> Option<Duration> {
         match self {
-            Attempted::Status(response) => crate::http::retry_after(response.headers()),
+            Attempted::Status(response) => answer(response).1,
             Attempted::Error(::reqwest_middleware::Error::Reqwest(e)) => Classify::retry_after(e),
             Attempted::Error(_) => None,
         }
     }
+}
+
+/// An answer's class and wait, by [`classify_response`](crate::http::classify_response).
+fn answer(response: &Response) -> (ErrorClass, Option<Duration>) {
+    crate::http::classify_response(response.status(), response.headers())
 }
 
 impl fmt::Display for Attempted {

@@ -75,16 +75,21 @@ impl<RB> HttpFailure<RB> {
 /// tells the breaker and the budget whether the server is failing).
 impl<RB> Classify for HttpFailure<RB> {
     fn class(&self) -> ErrorClass {
-        match &self.outcome {
-            Ok(response) => crate::http::status_class(response.status()),
-            Err(error) => chain_class(&**error).0,
-        }
+        self.read().0
     }
 
     fn retry_after(&self) -> Option<Duration> {
+        self.read().1
+    }
+}
+
+impl<RB> HttpFailure<RB> {
+    /// Its class and wait: an answer's by [`classify_response`](crate::http::classify_response),
+    /// an error's through its source chain.
+    fn read(&self) -> (ErrorClass, Option<Duration>) {
         match &self.outcome {
-            Ok(response) => crate::http::retry_after(response.headers()),
-            Err(error) => chain_class(&**error).1,
+            Ok(response) => crate::http::classify_response(response.status(), response.headers()),
+            Err(error) => chain_class(&**error),
         }
     }
 }
