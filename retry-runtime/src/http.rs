@@ -50,6 +50,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 mod date;
+mod hints;
 
 /// The class of an HTTP status code, by the table in the [module docs](self).
 ///
@@ -71,7 +72,16 @@ pub fn status_class(status: StatusCode) -> ErrorClass {
     }
 }
 
-/// The wait a response's `Retry-After` header asks for, measured from now.
+/// The wait a response asks for, measured from now: its `Retry-After` header, else the other
+/// hints servers send, the first present and well-formed one winning:
+///
+/// 1. `Retry-After` (RFC 9110), read as below;
+/// 2. `retry-after-ms`, then `x-ms-retry-after-ms`: whole milliseconds (the Azure SDKs' headers);
+/// 3. `RateLimit` (the IETF RateLimit-headers draft): the reset `t` of a quota whose remaining
+///    `r` is 0 (the longest, if several are exhausted); a quota with some left asks for no wait.
+///
+/// A malformed value of any of them is ignored (the draft requires it of `RateLimit`), so a
+/// broken `Retry-After` beside a good `retry-after-ms` still gives the latter.
 ///
 /// Both forms of RFC 9110 §10.2.3 are read: delta-seconds (`Retry-After: 120`) and an HTTP-date
 /// (`Retry-After: Wed, 21 Oct 2015 07:28:00 GMT`), the latter in the preferred IMF-fixdate form
@@ -97,6 +107,11 @@ pub fn status_class(status: StatusCode) -> ErrorClass {
 /// assert_eq!(retry_after(&headers), Some(Duration::ZERO));
 /// headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
 /// assert_eq!(retry_after(&headers), None);
+/// headers.insert("retry-after-ms", HeaderValue::from_static("250"));
+/// assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+/// headers.clear();
+/// headers.insert("ratelimit", HeaderValue::from_static("\"default\";r=0;t=7"));
+/// assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
 /// ```
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     retry_after_at(headers, SystemTime::now())
@@ -116,8 +131,13 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// assert_eq!(retry_after_at(&headers, now), Some(Duration::from_secs(30)));
 /// ```
 pub fn retry_after_at(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?;
-    parse_retry_after(value, now)
+    let retry_after = headers
+        .get(RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| parse_retry_after(value, now));
+    retry_after
+        .or_else(|| hints::milliseconds(headers))
+        .or_else(|| hints::rate_limit(headers))
 }
 
 /// Parse one `Retry-After` value: delta-seconds or an HTTP-date, relative to `now`.
