@@ -35,6 +35,11 @@
 //! A value that is more than one header, or not visible ASCII, is unparseable (as grpc-go treats
 //! it); a number too large for a `u64` saturates to a very long wait.
 //!
+//! Without a pushback, a `google.rpc.RetryInfo` in the status's details
+//! (`grpc-status-details-bin`, [`Status::details`](::tonic::Status::details)) is the
+//! retry-after, as Google's own clients honour it (AIP-194): its `retry_delay`, read by the same
+//! rules. A malformed or negative one is ignored.
+//!
 //! ```
 //! # extern crate retry_runtime as retry_kit;
 //! use retry_kit::{Classify, ErrorClass};
@@ -125,6 +130,7 @@
 
 mod failure;
 mod layer;
+mod retry_info;
 mod rules;
 mod service;
 mod service_config;
@@ -253,7 +259,9 @@ impl Classify for Status {
     fn retry_after(&self) -> Option<Duration> {
         match pushback(self.metadata()) {
             Pushback::RetryAfter(wait) => Some(wait),
-            Pushback::Absent | Pushback::DoNotRetry => None,
+            // No pushback: a `google.rpc.RetryInfo` in the details, if any (AIP-194).
+            Pushback::Absent => retry_info::delay_in_details(self.details()),
+            Pushback::DoNotRetry => None,
         }
     }
 }
@@ -327,6 +335,31 @@ mod tests {
         ] {
             assert_eq!(parse_pushback(value), Pushback::DoNotRetry, "{value:?}");
         }
+    }
+
+    #[test]
+    fn a_retry_info_in_the_details_is_the_retry_after_unless_a_pushback_says_otherwise() {
+        use super::retry_info::tests::{retry_info, status_with};
+        let details =
+            status_with(&[("type.googleapis.com/google.rpc.RetryInfo", retry_info(3, 0))]);
+        let status = Status::with_details(Code::ResourceExhausted, "quota", details.into());
+        assert_eq!(status.class(), ErrorClass::Transient);
+        assert_eq!(status.retry_after(), Some(Duration::from_secs(3)));
+        let mut pushed = status.clone();
+        pushed
+            .metadata_mut()
+            .insert(PUSHBACK_KEY, AsciiMetadataValue::from_static("20"));
+        assert_eq!(
+            pushed.retry_after(),
+            Some(Duration::from_millis(20)),
+            "the pushback wins"
+        );
+        let mut refused = status;
+        refused
+            .metadata_mut()
+            .insert(PUSHBACK_KEY, AsciiMetadataValue::from_static("-1"));
+        assert_eq!(refused.retry_after(), None);
+        assert_eq!(refused.class(), ErrorClass::Permanent);
     }
 
     #[test]

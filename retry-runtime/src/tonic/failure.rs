@@ -135,8 +135,14 @@ impl GrpcFailure {
         kind: Kind,
     ) -> Self {
         let status = super::wire::status_of(response.headers(), code);
+        // Without a pushback, a `google.rpc.RetryInfo` in the details says the wait.
+        let pushback = match pushback(status.metadata()) {
+            Pushback::Absent => super::retry_info::delay_in_header(response.headers())
+                .map_or(Pushback::Absent, Pushback::RetryAfter),
+            hint => hint,
+        };
         GrpcFailure {
-            pushback: pushback(status.metadata()),
+            pushback,
             status,
             kind,
             response: Some(Box::new(response)),

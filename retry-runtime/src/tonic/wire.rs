@@ -30,7 +30,7 @@ const STATUS_KEY: &str = "grpc-status";
 /// The same, parsed once: a lookup by `&str` parses the name on every response.
 const STATUS: HeaderName = HeaderName::from_static(STATUS_KEY);
 const MESSAGE_KEY: &str = "grpc-message";
-const DETAILS_KEY: &str = "grpc-status-details-bin";
+pub(crate) const DETAILS_KEY: &str = "grpc-status-details-bin";
 
 /// A `grpc-timeout` value: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`).
 /// `None` for anything else, a protocol error: the layer fails such a call before sending it.
