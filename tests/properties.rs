@@ -31,7 +31,8 @@ fn any_jitter() -> impl Strategy<Value = Jitter> {
         Just(Jitter::None),
         Just(Jitter::Full),
         Just(Jitter::Equal),
-        Just(Jitter::Decorrelated)
+        Just(Jitter::Decorrelated),
+        Just(Jitter::Spread)
     ]
 }
 
@@ -75,6 +76,11 @@ proptest! {
             Jitter::None => prop_assert_eq!(s, d),
             Jitter::Full => prop_assert!(s <= d),
             Jitter::Equal => prop_assert!(s >= d / 2 && s <= d, "{s:?} for {d:?}"),
+            Jitter::Spread => {
+                let d = d.as_nanos().min(cap.as_nanos() * 5 / 6);
+                let s = s.as_nanos();
+                prop_assert!(s * 5 + 5 >= d * 4 && s * 5 <= d * 6 + 5, "{s} ns for {d} ns");
+            }
             Jitter::Decorrelated => {
                 let hi = previous.saturating_mul(3).max(base);
                 prop_assert!(s >= base.min(cap) && s <= hi.min(cap), "{s:?} outside [{base:?}, {hi:?}]");

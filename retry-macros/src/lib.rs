@@ -23,7 +23,7 @@ mod vocabulary;
 /// | `base` | duration string (`"250ms"`, `"1.5s"`, `"2m"`, `"1h"`, `"500us"`, `"1m30s"`) | `"100ms"` | first delay / step |
 /// | `multiplier` | number > 1 | 2.0 | exponential growth factor |
 /// | `max_delay` | duration string | `"30s"` | cap on any one delay |
-/// | `jitter` | `"none"`, `"full"`, `"equal"`, `"decorrelated"` | `"full"`; `"none"` with `backoff = "fixed"` | randomisation (a fixed backoff waits its fixed delay unless jitter is asked for) |
+/// | `jitter` | `"none"`, `"full"`, `"equal"`, `"decorrelated"`, `"spread"` | `"full"`; `"none"` with `backoff = "fixed"` | randomisation (a fixed backoff waits its fixed delay unless jitter is asked for) |
 /// | `classify` | path to `fn(&E) -> ErrorClass` | `<E as Classify>::class` | the decision per error |
 /// | `retry_after` | path to `fn(&E) -> Option<Duration>` | `Classify::retry_after` without `classify`; none with it | the error's own wait hint |
 /// | `idempotent` | flag, or `= true/false` | false | also retry `IdempotentOnly` errors |

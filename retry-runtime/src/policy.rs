@@ -37,6 +37,7 @@ pub enum Backoff {
 /// | `Full` (default) | uniform in `[0, d]` |
 /// | `Equal` | `d/2 + uniform[0, d/2]` |
 /// | `Decorrelated` | `min(max_delay, uniform[base, 3 * previous])`, `previous` starting at `base` |
+/// | `Spread` | `d * uniform[0.8, 1.2]`, `d` capped at 5/6 of `max_delay` (gRPC's rule) |
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
@@ -66,6 +67,12 @@ pub enum Jitter {
     /// imposed by an error's retry-after hint does not feed into it: the hint is the server's
     /// schedule, not ours, and letting it compound would triple every later wait.
     Decorrelated,
+    /// A random factor in `[0.8, 1.2]` of the delay: gRPC's rule (gRFC A6 as amended, the
+    /// waits of a service config's `retryPolicy`). Never 0, never far from the schedule. So
+    /// that the spread stays under `max_delay` like every wait in the crate, the delay it
+    /// spreads is capped at 5/6 of `max_delay` (a service config's `maxBackoff` is read as a
+    /// `max_delay` of 1.2 × `maxBackoff`, which gives A6's waits exactly).
+    Spread,
 }
 
 impl Jitter {
@@ -94,6 +101,11 @@ impl Jitter {
             Jitter::Equal => {
                 let half = d / 2;
                 half + scale(d - half, draw)
+            }
+            Jitter::Spread => {
+                let d = d.as_nanos().min(cap.as_nanos() * 5 / 6);
+                let (low, width) = (d * 4 / 5, d * 2 / 5);
+                from_nanos_u128(low) + scale(from_nanos_u128(width), draw)
             }
             Jitter::Decorrelated => {
                 let hi = previous.saturating_mul(3);

@@ -234,6 +234,7 @@ const fn encode(p: &RetryPolicy) -> [u64; WORDS] {
         Jitter::Full => 1,
         Jitter::Equal => 2,
         Jitter::Decorrelated => 3,
+        Jitter::Spread => 4,
     };
     let nested = match p.nested {
         Nested::Retry => 0u64,
@@ -277,7 +278,8 @@ fn decode(w: [u64; WORDS]) -> RetryPolicy {
             0 => Jitter::None,
             1 => Jitter::Full,
             2 => Jitter::Equal,
-            _ => Jitter::Decorrelated,
+            3 => Jitter::Decorrelated,
+            _ => Jitter::Spread,
         },
         jitter_given: bit(37),
         idempotent: bit(38),

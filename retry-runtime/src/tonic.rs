@@ -67,6 +67,12 @@
 //! engine as `#[retryable]`: the policy's arithmetic, the breaker and budget, `on_failure`,
 //! `tracing` events and metrics work as everywhere in the crate.
 //!
+//! Which backoff applies where: a service config's `retryPolicy` waits by A6's current rule
+//! (gRPC's proposal #452), `min(initialBackoff * backoffMultiplier^(n-1), maxBackoff)` times a
+//! random factor in `[0.8, 1.2]` ([`Jitter::Spread`](crate::Jitter::Spread)); a
+//! `hedgingPolicy` starts attempts every `hedgingDelay`; [`GrpcRetryLayer::new`] waits by the
+//! policy it is given, jitter and all, as every front end of the crate does.
+//!
 //! | what happens to an attempt | retried? |
 //! | --- | --- |
 //! | a status in a Trailers-Only response (no response headers before it) | by the method's rule: a code in `retryableStatusCodes` (`nonFatalStatusCodes` when hedging) is, any other is not; with [`GrpcRetryLayer::new`] the [table above](self) decides |
@@ -111,9 +117,7 @@
 //!
 //! Where this layer differs from gRPC's own clients, and why:
 //!
-//! - the backoff is jittered in full, `random(0, d)` (A6's first rule), rather than A6's
-//!   current `d * random(0.8, 1.2)`, which the crate's [`Jitter`](crate::Jitter) has no form
-//!   for; a `backoffMultiplier` below 1 is taken as 1 (delays never shrink);
+//! - a `backoffMultiplier` below 1 is taken as 1 (delays never shrink);
 //! - after a pushback the backoff goes on from the attempt count instead of starting again at
 //!   `initialBackoff` (the engine keeps no per-call state for it);
 //! - a transparent retry counts as one of `maxAttempts` (gRPC's are unbounded until the

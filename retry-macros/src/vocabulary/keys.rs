@@ -122,6 +122,7 @@ pub(crate) const KEYS: &[Key] = &[
                 ("full", "Full"),
                 ("equal", "Equal"),
                 ("decorrelated", "Decorrelated"),
+                ("spread", "Spread"),
             ],
         },
         example: "jitter = \"full\"",
@@ -129,7 +130,7 @@ pub(crate) const KEYS: &[Key] = &[
         excludes: &[],
         instead: "",
         doc: [
-            "`\"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`",
+            "`\"none\"`, `\"full\"`, `\"equal\"`, `\"decorrelated\"`, `\"spread\"`",
             "`\"full\"`; `\"none\"` with `backoff = \"fixed\"`",
             "randomisation (a fixed backoff waits its fixed delay unless jitter is asked for)",
         ],

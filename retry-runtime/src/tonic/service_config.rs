@@ -322,12 +322,13 @@ fn retry_policy(value: &Value, path: &str) -> Result<Plan, ServiceConfigError> {
             "must not list OK: a successful call is never retried",
         ));
     }
-    // gRPC's backoff, min(initialBackoff * multiplier^(n-1), maxBackoff), jittered in full:
-    // A6's first rule (its current one, d * random(0.8, 1.2), has no `Jitter` form).
+    // A6's current backoff (grpc/proposal #452): min(initialBackoff * multiplier^(n-1),
+    // maxBackoff) * random(0.8, 1.2). `Jitter::Spread` spreads a delay capped at 5/6 of
+    // `max_delay`, so a `max_delay` of 1.2 * maxBackoff gives exactly that.
     let policy = RetryPolicy::exponential(initial)
         .multiplier(multiplier)
-        .max_delay(max)
-        .jitter(Jitter::Full)
+        .max_delay(max.saturating_add(max / 5))
+        .jitter(Jitter::Spread)
         .attempts(attempts);
     Ok(Plan::Retry {
         policy: PolicySource::Own(policy),

@@ -54,11 +54,21 @@ fn a6s_example_reads_as_grpc_backoff_with_the_cap_on_attempts() {
     // Values above 5 are treated as 5 (A6), not refused.
     assert_eq!(policy.settings().attempts, 5);
     assert_eq!(policy.settings().base, Duration::from_millis(100));
-    assert_eq!(policy.settings().max_delay, Duration::from_secs(1));
-    assert_eq!(policy.nominal_delay(1), Duration::from_millis(100));
-    assert_eq!(policy.nominal_delay(2), Duration::from_millis(200));
-    assert_eq!(policy.nominal_delay(5), Duration::from_secs(1));
-    assert_eq!(policy.settings().jitter, Jitter::Full);
+    // A6's current rule: min(initialBackoff * multiplier^(n-1), maxBackoff) * [0.8, 1.2].
+    assert_eq!(policy.settings().jitter, Jitter::Spread);
+    let ms = Duration::from_millis;
+    let wait = |n, draw| policy.jittered_delay(n, Duration::ZERO, draw);
+    assert_eq!(
+        (wait(1, 0), wait(1, u64::MAX)),
+        (ms(80), ms(120) - Duration::from_nanos(1))
+    );
+    assert_eq!(
+        (wait(2, 0), wait(2, u64::MAX / 2)),
+        (ms(160), ms(200) - Duration::from_nanos(1))
+    );
+    // Past maxBackoff (1 s): 0.8 s to 1.2 s, never more.
+    assert_eq!(wait(5, 0), ms(800));
+    assert!(wait(5, u64::MAX) <= ms(1200) && wait(5, u64::MAX) > ms(1199));
     assert!(!policy.settings().idempotent);
     let mut unavailable = Codes::default();
     unavailable.insert(Code::Unavailable);
