@@ -88,7 +88,8 @@ impl std::error::Error for HedgeNotIdempotent {}
 /// - the first attempt starts at once; while fewer than `attempts` have started, each start arms
 ///   a timer of the hedge delay, and when it fires before any answer, the next attempt starts
 ///   beside the running ones (if the deadline has not passed and the budget and breaker admit
-///   it, as they would a retry: gRPC throttles hedges with the same tokens);
+///   it, as they would a retry: gRPC throttles hedges with the same tokens; the rule is
+///   [`Protection::admit_hedge`](super::Protection::admit_hedge), one method to change);
 /// - the first success is the call's result, and the attempts still running are dropped
 ///   (cancelled): their breaker permits are released as neither success nor failure;
 /// - a retryable failure starts the next attempt at once, not after a backoff, as gRPC's

@@ -48,6 +48,16 @@ pub trait Protection<'p>: PanicSink + Holding + Sized {
     fn admit_poll(&mut self, verdict: Verdict) -> Verdict;
     /// Ask the breaker (if any) for the first attempt.
     fn admit(&mut self) -> Result<(), CircuitOpen>;
+    /// Admit a hedge: an attempt started beside running ones when the hedge delay passes
+    /// without an answer (see [`Hedge`](super::Hedge)). The rule, gRPC's: the budget and the
+    /// breaker admit it as they would a retry with no wait (a hedge spends the retry tokens,
+    /// and a breaker's permit covers it); the call's own limits (attempts, deadline) are
+    /// checked before this is asked. To count hedges differently (say, not against the
+    /// budget), change this method: every hedged loop asks it, and only it.
+    #[inline]
+    fn admit_hedge(&mut self) -> bool {
+        self.admit_retry(Ok(Duration::ZERO)).is_ok()
+    }
     /// Take the attempt that just began (its permit and start time) out of the call.
     fn take_hold(&mut self) -> Self::Hold;
     /// Give a finished attempt's hold back, so that its outcome is recorded with it.

@@ -61,8 +61,8 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     }
 
     /// Hedged calls: admit one more attempt beside the running ones while another may start,
-    /// the deadline has not passed, and the budget and the breaker allow it as they would a
-    /// retry.
+    /// the deadline has not passed, and the protection admits it
+    /// ([`Protection::admit_hedge`](crate::run::Protection::admit_hedge)).
     pub(in crate::run) fn admit_hedge(&mut self) -> bool {
         if !self.may_start_more() {
             return false;
@@ -72,7 +72,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                 return false;
             }
         }
-        self.protection.admit_retry(Ok(Duration::ZERO)).is_ok()
+        self.protection.admit_hedge()
     }
 
     /// Decide what follows an attempt of a hedged call (see [`Hedge`](crate::run::Hedge)), calling
