@@ -56,3 +56,47 @@ pub async fn serve(respond: fn(usize) -> (StatusCode, Option<&'static str>)) -> 
     });
     (addr, seen)
 }
+
+/// One scripted answer: a status and the headers that go with it.
+#[allow(dead_code)]
+pub type Answer = (StatusCode, &'static [(&'static str, &'static str)]);
+
+/// A hyper server answering request `n` (1-based) with `answers[n - 1]`, then 200 for ever;
+/// how many requests it received.
+#[allow(dead_code)] // Not every test file that shares this module uses it.
+pub async fn serve_answers(answers: &'static [Answer]) -> (SocketAddr, Arc<Mutex<usize>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(Mutex::new(0usize));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let seen = seen.clone();
+            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let seen = seen.clone();
+                async move {
+                    let _ = request.into_body().collect().await;
+                    let n = {
+                        let mut seen = seen.lock().unwrap();
+                        *seen += 1;
+                        *seen
+                    };
+                    let (status, headers) =
+                        answers.get(n - 1).copied().unwrap_or((StatusCode::OK, &[]));
+                    let mut reply = http::Response::builder().status(status);
+                    for (name, value) in headers {
+                        reply = reply.header(*name, *value);
+                    }
+                    Ok::<_, Infallible>(reply.body(Full::new(Bytes::from("answer"))).unwrap())
+                }
+            });
+            tokio::spawn(async move {
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (addr, count)
+}
