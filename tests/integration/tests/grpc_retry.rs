@@ -283,6 +283,58 @@ async fn pushback_is_the_next_delay_exactly_even_above_max_backoff() {
     .await
 }
 
+/// A `google.rpc.RetryInfo` of 40 ms inside a `google.rpc.Status` (code 14), encoded.
+const RETRY_INFO_40_MS: &[u8] = &[
+    0x08, 0x0e, 0x1a, 0x33, 0x0a, 0x28, 0x74, 0x79, 0x70, 0x65, 0x2e, 0x67, 0x6f, 0x6f, 0x67, 0x6c,
+    0x65, 0x61, 0x70, 0x69, 0x73, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x67, 0x6f, 0x6f, 0x67, 0x6c, 0x65,
+    0x2e, 0x72, 0x70, 0x63, 0x2e, 0x52, 0x65, 0x74, 0x72, 0x79, 0x49, 0x6e, 0x66, 0x6f, 0x12, 0x07,
+    0x0a, 0x05, 0x10, 0x80, 0xb4, 0x89, 0x13,
+];
+
+/// Without a pushback, a `google.rpc.RetryInfo` in the status details says the wait, as
+/// Google's clients read it: exactly, under a service config (maxBackoff is 1 ms here), and at
+/// least, under `new(policy)`.
+#[tokio::test]
+async fn a_retry_info_in_the_details_is_the_next_delay_when_there_is_no_pushback() {
+    bounded(async {
+        let (addr, log) = serve(|n, _| match n {
+            1 => Act::StatusWithDetails(Code::Unavailable, RETRY_INFO_40_MS),
+            _ => Act::Pass,
+        })
+        .await;
+        let (mut client, failures) = connect(addr, config(&retry_policy(3, "[14]"))).await;
+        assert_eq!(check(&mut client).await.unwrap(), SERVING);
+        assert_eq!(log.requests(), 2);
+        assert_eq!(
+            *failures.lock().unwrap(),
+            [(
+                1,
+                ErrorClass::Transient,
+                Next::Retry(Duration::from_millis(40))
+            )]
+        );
+
+        let (addr, log) = serve(|n, _| match n {
+            1 => Act::StatusWithDetails(Code::Unavailable, RETRY_INFO_40_MS),
+            _ => Act::Pass,
+        })
+        .await;
+        let policy = RetryPolicy::fixed(Duration::from_millis(5)).attempts(3);
+        let (mut client, failures) = connect(addr, GrpcRetryLayer::new(policy)).await;
+        assert_eq!(check(&mut client).await.unwrap(), SERVING);
+        assert_eq!(log.requests(), 2);
+        assert_eq!(
+            *failures.lock().unwrap(),
+            [(
+                1,
+                ErrorClass::Transient,
+                Next::Retry(Duration::from_millis(40))
+            )]
+        );
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_negative_or_unparseable_pushback_stops_the_call() {
     bounded(async {

@@ -33,6 +33,9 @@ pub enum Act {
     Pass,
     /// A Trailers-Only answer with this code, and `grpc-retry-pushback-ms` if given.
     Status(Code, Option<&'static str>),
+    /// A Trailers-Only answer with this code and these encoded `google.rpc.Status` details
+    /// (`grpc-status-details-bin`, as tonic writes them).
+    StatusWithDetails(Code, &'static [u8]),
     /// Pass it on; end the answer with this status in the trailers after its first message.
     StatusAfterFirstMessage(Code),
     /// Response headers, then this status in the trailers, and no message.
@@ -223,6 +226,13 @@ where
                     if let Some(ms) = pushback {
                         headers.insert("grpc-retry-pushback-ms", ms.parse().unwrap());
                     }
+                    response
+                }
+                Act::StatusWithDetails(code, details) => {
+                    let mut response = grpc_response(Body::empty());
+                    tonic::Status::with_details(code, "scripted", Bytes::from_static(details))
+                        .add_header(response.headers_mut())
+                        .unwrap();
                     response
                 }
                 Act::StatusAfterFirstMessage(code) => {
