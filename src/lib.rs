@@ -9,6 +9,9 @@ pub use retry_runtime::FreshPerAttempt;
 pub use retry_runtime::FreshPerHedgedAttempt;
 pub use retry_runtime::RetryBudget;
 pub use retry_runtime::adaptive;
+#[cfg(feature = "apalis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "apalis")))]
+pub use retry_runtime::apalis;
 pub use retry_runtime::class;
 #[cfg(feature = "faults")]
 #[cfg_attr(docsrs, doc(cfg(feature = "faults")))]

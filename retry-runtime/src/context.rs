@@ -140,6 +140,22 @@ impl CallCtx {
         }
     }
 
+    /// The context of attempt `number` of work whose key and attempt count outlive the
+    /// process (a job queue's task, run again by another worker): its body sees that number and
+    /// that key, and the calls nested in it derive their keys from it as from any call's.
+    #[cfg(feature = "apalis")]
+    pub(crate) fn persisted(
+        key: IdempotencyKey,
+        number: u32,
+        deadline: Option<Instant>,
+        operation: u64,
+    ) -> Self {
+        let ctx = CallCtx::new(deadline, operation);
+        ctx.attempt.set(number);
+        ctx.key.set(halves(key.0));
+        ctx
+    }
+
     /// The ordinal of the next call of `operation` in the current attempt: 0, 1, 2, ...
     fn ordinal(&self, operation: u64) -> u32 {
         let attempt = self.attempt();

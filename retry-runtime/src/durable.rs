@@ -67,7 +67,7 @@ mod plan;
 mod record;
 mod state;
 #[cfg(feature = "serde")]
-mod wall;
+pub(crate) mod wall;
 
 #[cfg(feature = "serde")]
 mod serde;

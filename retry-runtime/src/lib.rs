@@ -35,11 +35,15 @@
 //! | `tonic` | (feature `tonic`) `Classify for tonic::Status`, `grpc-retry-pushback-ms` |
 //! | `tower` | (feature `tower`) `RetryLayer`: retry inside a tower stack |
 //! | `reqwest_middleware` | (feature `reqwest-middleware`) `RetryMiddleware`: retry inside a reqwest client |
+//! | `apalis` | (feature `apalis`) `DurableRetryLayer`: apalis 1.0 tasks retried across runs, long waits handed back to the queue |
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod adaptive;
+#[cfg(feature = "apalis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "apalis")))]
+pub mod apalis;
 pub mod breaker;
 pub mod budget;
 mod chain;

@@ -1,0 +1,134 @@
+//! Retries of [apalis](https://docs.rs/apalis) 1.0 tasks that outlive the worker (feature
+//! `apalis`): [`DurableRetryLayer`].
+//!
+//! A task retried inside its handler holds its worker slot through every wait, forgets its
+//! attempts when the worker dies, and ends either done or "failed". Under the layer, each task
+//! is retried by a [`RetryPolicy`](crate::RetryPolicy) as the engine decides
+//! ([`RetryPolicy::plan`](crate::RetryPolicy::plan)), and:
+//!
+//! | after an attempt | the layer | the row is stored |
+//! | --- | --- | --- |
+//! | it succeeded | returns the handler's answer | `Done`, with the answer |
+//! | a wait up to [`hold_slot_up_to`](DurableRetryLayer::hold_slot_up_to) (1 s) | sleeps in the slot, tries again | (still running) |
+//! | a longer wait, an open [breaker](DurableRetryLayer::circuit), a [budget](DurableRetryLayer::budget) that refuses | hands the task back: pushes a successor row (same input, the [`RetryState`](crate::durable::RetryState) in its metadata) due at `now + wait`, releasing the slot | `Done`, its result naming the successor ([`HandedBack`]) |
+//! | a permanent error | quarantines it | `Killed`, with the class and error ([`Ended`]); input kept |
+//! | attempts, deadline or budget exhausted, a retry-after longer than `max_delay` | stops it | `Failed`, with the reason ([`Ended`]); input kept, resumable |
+//! | the receiver says it was already done | ends it | `Done` |
+//!
+//! Every attempt of a task, on any worker, in any run, sends the same idempotency key, read
+//! inside the handler with [`current_attempt()`](crate::current_attempt) (the attempt number
+//! there counts across runs too). The key is the task's identity in its queue: the
+//! idempotency key the producer gave the task (`TaskBuilder::idempotency_key`, such as
+//! `"2026-12-03/billing-export"`: the interval's identity), or else its id, hashed as
+//! `IdempotencyKey::of(&(queue, identity), operation_id("retry_kit::apalis"))` (pinned: the
+//! same in every build). Retryable calls made inside the handler derive their keys from it and
+//! inherit the policy's deadline, as they would inside a retryable function.
+//!
+//! # A worker with the layer
+//!
+//! ```ignore
+#![doc = include_str!("apalis/guide.rs")]
+//! ```
+//!
+//! (This example is `tests/durable/examples/guide.rs` in the repository, where it is built and
+//! run against SQLite in memory; a test checks that the text here is the same.)
+//!
+//! What the worker needs:
+//!
+//! - **`.concurrency(n)` before the layer**: apalis's builder puts each layer inside those
+//!   added before it (tower's `Stack`), so the limit is outside the layer, a wait slept in the
+//!   slot holds one of the `n` permits, and a task handed back frees it. (Added the other way
+//!   round, the limit is inside: a retry in the slot waits for a permit that the worker's next
+//!   poll holds, and never gets it.)
+//! - **Polling** (`storage.poll_with_interval(d)`, from `apalis_core::backend::ext::BackendExt`):
+//!   without it, a worker that found nothing waits for its next heartbeat (30 s by default)
+//!   before it looks again, so a successor due in 2 s runs in up to 30.
+//! - **A unique name per worker process** (a hostname and pid, a random suffix). apalis
+//!   re-enqueues the rows of a worker that stopped sending heartbeats; on PostgreSQL a
+//!   restarted worker with the same name takes the dead one's registration over, and its
+//!   running rows are never re-enqueued.
+//! - **Heartbeats**: a dead worker's rows are re-enqueued `heartbeat_interval ×
+//!   missed_heartbeats` after its last heartbeat (SQLite's default 30 s × 2, PostgreSQL's
+//!   30 s × 10). Keep that well above the longest stall of a live worker (a blocked runtime, a
+//!   database outage): a live worker whose rows are re-enqueued runs them beside their new
+//!   owner. apalis counts it in whole seconds, so never below 1 s.
+//! - **Results persisted** (`Config::persist_results`, on by default): with it off apalis
+//!   acknowledges nothing, and rows stay `Running`.
+//! - Producers: any push works. A producer's row has apalis's default `max_attempts` (25), so a
+//!   stop on it is recorded on a successor row whose `Failed` is final (apalis fetches a
+//!   `Failed` row again while its attempts are below `max_attempts`); [`task`] builds a task
+//!   with `max_attempts(1)`, which stops in place.
+//!
+//! # The run log
+//!
+//! [`run_log(&mut storage, &task_id)`](run_log) follows a task from the id its producer knows
+//! through each row it was handed back as, and gives its attempts (each with its times, class,
+//! error and next action), the last error, and where it stands ([`Outcome`]); its `Display` is
+//! the operator's view. A handler can read the state so far as `Meta<RetryState>`.
+//!
+//! # What is guaranteed
+//!
+//! - **A task is never lost.** The successor is pushed (and committed) before the layer's
+//!   future ends, and apalis acknowledges the row only after that. A worker killed between
+//!   the two leaves the row running; apalis re-enqueues it once the worker's heartbeats stop,
+//!   and the next run sees the successor there and runs nothing. A worker killed during an
+//!   attempt leaves the row to be re-enqueued and run again, with the same key.
+//! - **At least once, with one key.** An attempt can happen again: the receiver must
+//!   deduplicate by the key (store it with the write, answer a repeat with the first answer).
+//!   It can even happen twice at once: a live worker whose rows apalis re-enqueued (see
+//!   heartbeats above) runs on beside the new owner. The successor's id is a fixed function
+//!   of the key and the row, so two runs of one row push one successor.
+//! - **Attempts are counted across runs**, and the run log records each failed one; an attempt
+//!   cut short by a crash is counted (apalis counts it when it re-enqueues the row) but has no
+//!   record.
+//! - Not guaranteed: when a successor runs. It is due at its time (apalis schedules in whole
+//!   seconds; the layer rounds up), and runs at the first poll of a free worker after that.
+//!
+//! # What the layer relies on in apalis 1.0.0
+//!
+//! Only apalis's public API is used (`TaskSink::push_task`, `FetchById::fetch_by_id`,
+//! `WaitForCompletion::check_status`, the task's metadata and status); no table is written
+//! directly. Its behaviour is pinned (`apalis-core = "=1.0.0"`) because the layer relies on
+//! what apalis 1.0.0 does and does not document, each checked by a test in
+//! `tests/durable/tests/apalis_contract.rs` against SQLite and PostgreSQL:
+//!
+//! - the status a layer leaves in the task's context (`raw_status`) is the one stored, and
+//!   the row is acknowledged only after the layer's future ends;
+//! - `Killed` and `Done` rows are never fetched again; a `Failed` row is fetched again while
+//!   its attempts are below its `max_attempts`;
+//! - a pushed task keeps the id, `run_at`, `max_attempts` and metadata it was built with;
+//! - the schema (the last migration each backend ships).
+//!
+//! apalis 1.0 cannot reschedule a row in place (no backend implements `Reschedule` or
+//! `Update`), hence the successor rows: a task that waits three times is four rows, each
+//! `Done` but the last. `Vacuum` removes finished rows, successors' predecessors included: run
+//! it after the run logs are no longer needed.
+
+mod classify;
+mod identity;
+mod in_attempt;
+mod layer;
+mod metadata;
+mod outcome;
+mod run_log;
+mod service;
+
+pub use layer::DurableRetryLayer;
+pub use metadata::STATE_KEY;
+pub use outcome::{Ended, HandedBack};
+pub use run_log::{Outcome, RunLog, RunLogError, run_log};
+pub use service::{DurableRetry, RunFuture};
+
+use apalis_core::task::builder::TaskBuilder;
+
+/// A task for a queue whose worker has the layer: `TaskBuilder::new(args)` with a new id (a
+/// ULID, as the backends make them: read it with `task.task_id()` to follow the task's
+/// [`run_log`]) and `max_attempts(1)`, so that apalis never fetches a stopped task again (the
+/// layer decides every retry). Push it with `storage.push_task(retry_kit::apalis::task(args).build())`;
+/// add `.idempotency_key(..)` to give it an identity of your own (an interval's date), which
+/// its key is made from.
+pub fn task<Args>(args: Args) -> TaskBuilder<Args> {
+    TaskBuilder::new(args)
+        .task_id(identity::fresh_id())
+        .max_attempts(1)
+}

@@ -1,0 +1,124 @@
+//! [`DurableRetryLayer`]: what a worker is given, and how it is configured.
+
+use super::classify::{ClassOf, class_as, default_class};
+use super::service::DurableRetry;
+use crate::breaker::CircuitBreaker;
+use crate::budget::RetryBudget;
+use crate::class::Classify;
+use crate::policy::RetryPolicy;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A tower layer for apalis 1.0 workers that retries each task by a [`RetryPolicy`], waiting
+/// in the worker's slot only for short waits and handing longer ones back to the queue with
+/// the task's [`RetryState`](crate::durable::RetryState). See [the module docs](super) for
+/// what it does with each outcome and what the worker needs.
+///
+/// `storage` is a clone of the storage the worker consumes (where tasks are handed back).
+#[derive(Clone)]
+pub struct DurableRetryLayer<S> {
+    pub(crate) storage: S,
+    pub(crate) settings: Arc<Settings>,
+}
+
+/// What every service the layer makes shares.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) policy: RetryPolicy,
+    pub(crate) hold: Duration,
+    pub(crate) class_of: ClassOf,
+    // `Option`s, not type parameters: a task's run costs database round trips, against which
+    // one branch is nothing, and the layer's type stays nameable.
+    pub(crate) circuit: Option<&'static CircuitBreaker>,
+    pub(crate) budget: Option<&'static RetryBudget>,
+}
+
+impl<S> DurableRetryLayer<S> {
+    /// Retry tasks by `policy`, handing them back to `storage` (a clone of the worker's).
+    ///
+    /// By default waits up to 1 s are slept in the slot, and a handler's error is read as
+    /// [`classify_as`](Self::classify_as) says for errors of unknown type.
+    pub fn new(policy: RetryPolicy, storage: S) -> Self {
+        DurableRetryLayer {
+            storage,
+            settings: Arc::new(Settings {
+                policy,
+                hold: Duration::from_secs(1),
+                class_of: default_class,
+                circuit: None,
+                budget: None,
+            }),
+        }
+    }
+
+    fn with(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        change(Arc::make_mut(&mut self.settings));
+        self
+    }
+
+    /// Sleep waits up to `limit` in the worker's slot (the task keeps its slot, and apalis's
+    /// row stays locked by this worker); hand longer ones back to the queue. Default 1 s:
+    /// apalis schedules in whole seconds, so a shorter wait handed back would still wait up to
+    /// a second, plus the next poll.
+    pub fn hold_slot_up_to(self, limit: Duration) -> Self {
+        self.with(|s| s.hold = limit)
+    }
+
+    /// Read the handler's errors as `E`'s [`Classify`] says: for handlers that return
+    /// `Result<_, E>` (apalis boxes the error; the layer downcasts it back). An error of
+    /// another type (one a layer inside added) is read the default way: apalis's
+    /// `AbortError` is permanent, an error chain with a link this crate knows
+    /// ([`classify_chain`](crate::classify_chain): `io::Error`, the crate's own errors, HTTP
+    /// statuses with `http`) has that link's class, and anything else is transient.
+    pub fn classify_as<E: Classify + std::error::Error + 'static>(self) -> Self {
+        self.with(|s| s.class_of = class_as::<E>)
+    }
+
+    /// Read the handler's errors with `class_of`: the class and the wait hint (a
+    /// `Retry-After`) of a boxed error.
+    pub fn classify(
+        self,
+        class_of: fn(
+            &apalis_core::error::BoxDynError,
+        ) -> (crate::class::ErrorClass, Option<Duration>),
+    ) -> Self {
+        self.with(|s| s.class_of = class_of)
+    }
+
+    /// Consult `breaker` before every attempt: while it is open, the task is handed back to
+    /// run when the breaker admits a probe, and the slot is released.
+    pub fn circuit(self, breaker: &'static CircuitBreaker) -> Self {
+        self.with(|s| s.circuit = Some(breaker))
+    }
+
+    /// Charge `budget` for failed attempts: a retry it refuses in the slot is handed back to
+    /// the queue instead, and a handed-back retry it still refuses when it comes up stops the
+    /// task (`budget_exhausted`, resumable).
+    pub fn budget(self, budget: &'static RetryBudget) -> Self {
+        self.with(|s| s.budget = Some(budget))
+    }
+}
+
+impl<S> fmt::Debug for DurableRetryLayer<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DurableRetryLayer")
+            .field("policy", &self.settings.policy)
+            .field("hold_slot_up_to", &self.settings.hold)
+            .field("circuit", &self.settings.circuit.is_some())
+            .field("budget", &self.settings.budget.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Inner, S: Clone> tower_layer::Layer<Inner> for DurableRetryLayer<S> {
+    type Service = DurableRetry<Inner, S>;
+
+    fn layer(&self, inner: Inner) -> Self::Service {
+        DurableRetry {
+            inner,
+            storage: self.storage.clone(),
+            settings: Arc::clone(&self.settings),
+        }
+    }
+}
