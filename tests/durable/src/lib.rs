@@ -3,6 +3,7 @@
 //! ([`db`]).
 
 pub mod db;
+pub mod process;
 pub mod receiver;
 
 use retry_kit::{Classify, ErrorClass};
