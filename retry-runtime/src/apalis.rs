@@ -110,12 +110,14 @@ mod in_attempt;
 mod layer;
 mod metadata;
 mod outcome;
+mod resume;
 mod run_log;
 mod service;
 
 pub use layer::DurableRetryLayer;
 pub use metadata::STATE_KEY;
 pub use outcome::{Ended, HandedBack};
+pub use resume::{ResumeError, resume};
 pub use run_log::{Outcome, RunLog, RunLogError, run_log};
 pub use service::{DurableRetry, RunFuture};
 

@@ -245,10 +245,22 @@ impl fmt::Display for RunLog {
                 f,
                 "  attempt {:<3} {}  {:<16} {}  → {}",
                 r.number(),
-                wall::format(r.started()),
+                wall::format(to_millis(r.started())),
                 r.class().map_or("", |c| c.as_str()),
                 r.error().unwrap_or(""),
                 r.next()
+            )?;
+        }
+        let succeeded = u32::from(self.outcome == Outcome::Done);
+        let unrecorded = self
+            .attempts
+            .saturating_sub(self.state.attempts())
+            .saturating_sub(succeeded);
+        if unrecorded > 0 {
+            writeln!(
+                f,
+                "  ({unrecorded} more failed or cut short on the last row: counted by apalis, \
+                 not recorded, as the row cannot be updated)"
             )?;
         }
         if let Some((class, error)) = self.last_error() {
@@ -278,4 +290,10 @@ impl fmt::Display for RunLog {
             Outcome::Failed(text) => write!(f, "  next: apalis failed the row: {text}"),
         }
     }
+}
+
+/// `time` to the millisecond, as the operator's view shows it.
+fn to_millis(time: SystemTime) -> SystemTime {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    UNIX_EPOCH + Duration::from_millis(since.as_millis().try_into().unwrap_or(u64::MAX))
 }

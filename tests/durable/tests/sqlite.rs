@@ -413,3 +413,49 @@ async fn an_open_breaker_hands_the_task_back_without_an_attempt() {
     assert!(matches!(logs[1].outcome(), Outcome::Waiting { .. }));
     assert_eq!(receiver.seen().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_task_resumes_with_its_input_and_key() {
+    let (_file, mut storage) = queue("resume").await;
+    let receiver = Receiver::start(script(|r| {
+        if r.earlier == 0 {
+            Answer::RateLimit(7200)
+        } else {
+            Answer::Store
+        }
+    }))
+    .await;
+    let worker = spawn_worker!(
+        storage,
+        layer(&storage, seeds_policy()),
+        target(&receiver),
+        1
+    );
+    let id = push(&mut storage, task(export("2026-12-03")).build()).await;
+    let stopped = ended(&storage, &id).await;
+    assert_eq!(
+        stopped.outcome(),
+        &Outcome::Stopped(StopReason::RetryAfterTooLong)
+    );
+
+    let resumed = retry_kit::apalis::resume(&mut storage, &id)
+        .await
+        .expect("resumed");
+    let log = ended(&storage, &id).await;
+    worker.stop().await;
+    assert_eq!(log.outcome(), &Outcome::Done, "{log}");
+    assert_eq!(log.last_row(), &resumed);
+    assert_eq!(log.idempotency_key(), stopped.idempotency_key());
+    let seen = receiver.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[0].key, seen[1].key,
+        "the resumed run sends the task's key"
+    );
+    assert_eq!(receiver.ledger(|l| l.stored.len()), 1);
+    // Only a stopped task resumes.
+    let again = retry_kit::apalis::resume(&mut storage, &id)
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("only a stopped task"), "{again}");
+}
