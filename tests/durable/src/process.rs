@@ -58,18 +58,25 @@ impl Settings {
     }
 }
 
-/// The policy named `text`: `"<attempts>x<delay ms>"`, fixed delays without jitter,
-/// idempotent (the receiver deduplicates by key).
+/// The policy named `text`: `"<attempts>x<delay ms>"` for fixed delays, or
+/// `"<attempts>e<base ms>"` for exponential ones (doubling, capped at 30 s); without jitter,
+/// and idempotent (the receiver deduplicates by key).
 pub fn policy(text: &str) -> RetryPolicy {
-    let (attempts, delay) = text
-        .split_once('x')
-        .unwrap_or_else(|| panic!("a policy is `<attempts>x<delay ms>`, not `{text}`"));
-    RetryPolicy::fixed(Duration::from_millis(
-        delay.parse().expect("the delay in ms"),
-    ))
-    .jitter(Jitter::None)
-    .attempts(attempts.parse().expect("the attempts"))
-    .idempotent(true)
+    let parse = |at: char| {
+        let (attempts, ms) = text.split_once(at)?;
+        Some((
+            attempts.parse::<u32>().ok()?,
+            Duration::from_millis(ms.parse().ok()?),
+        ))
+    };
+    let policy = if let Some((attempts, delay)) = parse('x') {
+        RetryPolicy::fixed(delay).attempts(attempts)
+    } else if let Some((attempts, base)) = parse('e') {
+        RetryPolicy::exponential(base).attempts(attempts)
+    } else {
+        panic!("a policy is `<attempts>x<delay ms>` or `<attempts>e<base ms>`, not `{text}`")
+    };
+    policy.jitter(Jitter::None).idempotent(true)
 }
 
 /// A running worker process.
