@@ -103,6 +103,46 @@
 //! `Update`), hence the successor rows: a task that waits three times is four rows, each
 //! `Done` but the last. `Vacuum` removes finished rows, successors' predecessors included: run
 //! it after the run logs are no longer needed.
+//!
+//! # Choices where apalis leaves room
+//!
+//! - **A handed-back row is `Done`**, its result an error naming the successor: `Done` is the
+//!   only status apalis never fetches again whatever the row's attempts. The worker emits
+//!   `Event::Error` for it; a listener tells it from a failure by downcasting to
+//!   [`HandedBack`].
+//! - **A stop on a producer's row** (apalis's default 25 attempts, which would have apalis
+//!   fetch a `Failed` row again at once) is recorded on a successor pushed with
+//!   `max_attempts(0)`, which the layer fails without running the handler; rows the layer
+//!   pushes itself carry `max_attempts(1)` and stop in place.
+//! - **A refusing budget**: a retry it refuses in the slot is handed back after the planned
+//!   wait (the slot is released while the budget refills); a handed-back retry it still
+//!   refuses when it comes up stops the task (`budget_exhausted`), as the engine stops a call.
+//! - **An open breaker** hands the task back for the breaker's cool-down without an attempt;
+//!   such deferrals are not attempts, and only the policy's deadline bounds them.
+//! - **An error of unknown type is transient** (as apalis treats a failed task), where
+//!   [`classify_chain`](crate::classify_chain) calls an unknown chain permanent: a handler's
+//!   error is most often its own, and [`classify_as`](DurableRetryLayer::classify_as) says
+//!   its class.
+//! - **A state that cannot be read** (a hand-edited row) sets the task aside, `Killed` with
+//!   its input: running it would restart its attempts and its key.
+//! - **A successor that cannot be pushed** (the database refuses three times over about
+//!   600 ms) leaves the row `Failed` with its input and says why; apalis fetches a producer's
+//!   row again while its attempts allow.
+//! - **An ending row's result** is a sentence, then the task's whole state as JSON on a line of
+//!   its own (`retry-kit state: {..}`), so [`run_log`] reads the last attempt back: the row
+//!   itself cannot be updated, and apalis's `FetchById` does not return results.
+//! - **[`resume`]** gives a stopped task a fresh budget (attempts, deadline) and keeps its key.
+//!
+//! # Cost
+//!
+//! Nothing of this is compiled without the feature, and with it the engine, the attribute and
+//! the builder are unchanged: the layer is a front end over
+//! [`RetryPolicy::plan`](crate::RetryPolicy::plan). The feature adds apalis-core (pinned,
+//! default features off) and what it depends on: 21 crates over retry-kit's default build
+//! (apalis-core, futures-util and five futures crates, pin-project, serde and serde_json,
+//! slab, thiserror, tower-layer and tower-service, and their small helpers), all of them
+//! already in every apalis worker's build. The jobs per second through the layer against
+//! apalis's own retry layer are in `benches/README.md` ("The apalis layer").
 
 mod classify;
 mod identity;
