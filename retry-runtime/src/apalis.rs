@@ -141,7 +141,9 @@
 //! default features off) and what it depends on: 21 crates over retry-kit's default build
 //! (apalis-core, futures-util and five futures crates, pin-project, serde and serde_json,
 //! slab, thiserror, tower-layer and tower-service, and their small helpers), all of them
-//! already in every apalis worker's build. The jobs per second through the layer against
+//! already in every apalis worker's build. A cold build of retry-kit (`CARGO_BUILD_JOBS=1`,
+//! debug, on 2 shared cores) took 14 s with the default features and 47 s with `apalis`
+//! (user time 10 s and 25 s). The jobs per second through the layer against
 //! apalis's own retry layer are in `benches/README.md` ("The apalis layer").
 
 mod classify;

@@ -9,33 +9,44 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-/// How the layer reads a handler's error: its class and its wait hint.
-pub(crate) type ClassOf = fn(&BoxDynError) -> (ErrorClass, Option<Duration>);
-
 /// The default reading: apalis's `AbortError` (the handler's "do not retry this") is permanent;
 /// a chain with a link the crate knows (its own [`TimedOut`] and [`CircuitOpen`], an
 /// `io::Error`, with the `http`/`reqwest` features their errors) is read by
 /// [`classify_chain`](crate::classify_chain); anything else is transient, as apalis itself
 /// treats a failed task (run it again).
-pub(crate) fn default_class(error: &BoxDynError) -> (ErrorClass, Option<Duration>) {
+pub(crate) fn default_class(error: &BoxDynError) -> ErrorClass {
     let root: &(dyn StdError + 'static) = &**error;
     if links(root).any(|e| e.is::<AbortError>()) {
-        return (ErrorClass::Permanent, None);
+        return ErrorClass::Permanent;
     }
     if links(root).any(known) {
-        return (classify_chain(root), chain_retry_after(root));
+        return classify_chain(root);
     }
-    (ErrorClass::Transient, None)
+    ErrorClass::Transient
+}
+
+/// The default wait hint: the one [`chain_retry_after`] reads (a [`CircuitOpen`]'s cool-down,
+/// an HTTP status error's `Retry-After`).
+pub(crate) fn default_retry_after(error: &BoxDynError) -> Option<Duration> {
+    chain_retry_after(&**error)
 }
 
 /// The reading of a handler whose error type is `E`: `E`'s own [`Classify`], and the default
 /// reading for anything else (an error a layer inside added).
-pub(crate) fn class_as<E: Classify + StdError + 'static>(
-    error: &BoxDynError,
-) -> (ErrorClass, Option<Duration>) {
+pub(crate) fn class_as<E: Classify + StdError + 'static>(error: &BoxDynError) -> ErrorClass {
     match error.downcast_ref::<E>() {
-        Some(e) => (e.class(), e.retry_after()),
+        Some(e) => e.class(),
         None => default_class(error),
+    }
+}
+
+/// The wait hint of a handler whose error type is `E`: `E`'s own, or the default one.
+pub(crate) fn retry_after_as<E: Classify + StdError + 'static>(
+    error: &BoxDynError,
+) -> Option<Duration> {
+    match error.downcast_ref::<E>() {
+        Some(e) => e.retry_after(),
+        None => default_retry_after(error),
     }
 }
 
@@ -90,7 +101,7 @@ mod tests {
 
     #[test]
     fn the_default_reading() {
-        let boxed = |e: BoxDynError| default_class(&e).0;
+        let boxed = |e: BoxDynError| default_class(&e);
         assert_eq!(boxed("schema mismatch".into()), ErrorClass::Transient);
         assert_eq!(
             boxed(Box::new(AbortError::new("bad row"))),
@@ -109,9 +120,7 @@ mod tests {
             ErrorClass::IdempotentOnly
         );
         let open: BoxDynError = Box::new(CircuitOpen::new(Duration::from_secs(3)));
-        assert_eq!(
-            default_class(&open),
-            (ErrorClass::Transient, Some(Duration::from_secs(3)))
-        );
+        assert_eq!(default_class(&open), ErrorClass::Transient);
+        assert_eq!(default_retry_after(&open), Some(Duration::from_secs(3)));
     }
 }

@@ -1,11 +1,13 @@
 //! [`DurableRetryLayer`]: what a worker is given, and how it is configured.
 
-use super::classify::{ClassOf, class_as, default_class};
+use super::classify::{class_as, default_class, default_retry_after, retry_after_as};
 use super::service::DurableRetry;
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::class::Classify;
+use crate::class::ErrorClass;
 use crate::policy::RetryPolicy;
+use apalis_core::error::BoxDynError;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +29,8 @@ pub struct DurableRetryLayer<S> {
 pub(crate) struct Settings {
     pub(crate) policy: RetryPolicy,
     pub(crate) hold: Duration,
-    pub(crate) class_of: ClassOf,
+    pub(crate) class: fn(&BoxDynError) -> ErrorClass,
+    pub(crate) retry_after: fn(&BoxDynError) -> Option<Duration>,
     // `Option`s, not type parameters: a task's run costs database round trips, against which
     // one branch is nothing, and the layer's type stays nameable.
     pub(crate) circuit: Option<&'static CircuitBreaker>,
@@ -45,7 +48,8 @@ impl<S> DurableRetryLayer<S> {
             settings: Arc::new(Settings {
                 policy,
                 hold: Duration::from_secs(1),
-                class_of: default_class,
+                class: default_class,
+                retry_after: default_retry_after,
                 circuit: None,
                 budget: None,
             }),
@@ -72,18 +76,22 @@ impl<S> DurableRetryLayer<S> {
     /// ([`classify_chain`](crate::classify_chain): `io::Error`, the crate's own errors, HTTP
     /// statuses with `http`) has that link's class, and anything else is transient.
     pub fn classify_as<E: Classify + std::error::Error + 'static>(self) -> Self {
-        self.with(|s| s.class_of = class_as::<E>)
+        self.with(|s| {
+            s.class = class_as::<E>;
+            s.retry_after = retry_after_as::<E>;
+        })
     }
 
-    /// Read the handler's errors with `class_of`: the class and the wait hint (a
-    /// `Retry-After`) of a boxed error.
-    pub fn classify(
-        self,
-        class_of: fn(
-            &apalis_core::error::BoxDynError,
-        ) -> (crate::class::ErrorClass, Option<Duration>),
-    ) -> Self {
-        self.with(|s| s.class_of = class_of)
+    /// Read the class of the handler's errors with `class` (a boxed error: downcast it to the
+    /// handler's error type). Its wait hint is read the default way unless
+    /// [`retry_after`](Self::retry_after) says otherwise.
+    pub fn classify(self, class: fn(&BoxDynError) -> ErrorClass) -> Self {
+        self.with(|s| s.class = class)
+    }
+
+    /// Read the wait a handler's error asks for (a `Retry-After`) with `retry_after`.
+    pub fn retry_after(self, retry_after: fn(&BoxDynError) -> Option<Duration>) -> Self {
+        self.with(|s| s.retry_after = retry_after)
     }
 
     /// Consult `breaker` before every attempt: while it is open, the task is handed back to

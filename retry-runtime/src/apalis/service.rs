@@ -191,7 +191,7 @@ impl<Inner, S> Run<Inner, S> {
                 }
                 Err(e) => e,
             };
-            let (class, retry_after) = (settings.class_of)(&error);
+            let (class, retry_after) = ((settings.class)(&error), (settings.retry_after)(&error));
             if let Some(permit) = permit {
                 permit.record(class);
             }
