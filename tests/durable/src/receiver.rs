@@ -28,6 +28,9 @@ pub enum Answer {
     /// Store the export, say so ([`Receiver::held`]), and keep the connection open without
     /// answering until the client goes away.
     StoreThenHold,
+    /// Say so ([`Receiver::held`]), wait for [`Receiver::release`], then answer this status,
+    /// storing nothing.
+    HoldThenStatus(u16),
 }
 
 /// One request as the script sees it.
@@ -75,6 +78,7 @@ pub struct Receiver {
     addr: SocketAddr,
     ledger: Arc<Mutex<Ledger>>,
     held: Arc<Notify>,
+    release: Arc<Notify>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -87,17 +91,23 @@ impl Receiver {
         let addr = listener.local_addr().expect("a bound address");
         let ledger = Arc::new(Mutex::new(Ledger::default()));
         let held = Arc::new(Notify::new());
-        let (l, h) = (Arc::clone(&ledger), Arc::clone(&held));
+        let release = Arc::new(Notify::new());
+        let gates = Gates {
+            held: Arc::clone(&held),
+            release: Arc::clone(&release),
+        };
+        let l = Arc::clone(&ledger);
         let server = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (script, ledger, held) = (Arc::clone(&script), Arc::clone(&l), Arc::clone(&h));
-                tokio::spawn(serve(stream, script, ledger, held));
+                let (script, ledger, gates) = (Arc::clone(&script), Arc::clone(&l), gates.clone());
+                tokio::spawn(serve(stream, script, ledger, gates));
             }
         });
         Receiver {
             addr,
             ledger,
             held,
+            release,
             server,
         }
     }
@@ -122,10 +132,22 @@ impl Receiver {
         self.ledger(|l| l.seen.clone())
     }
 
-    /// Resolves when a request answered [`Answer::StoreThenHold`] has been stored.
+    /// Resolves when a request answered [`Answer::StoreThenHold`] has been stored, or one
+    /// answered [`Answer::HoldThenStatus`] is waiting.
     pub async fn held(&self) {
         self.held.notified().await
     }
+
+    /// Let the request waiting in [`Answer::HoldThenStatus`] have its answer.
+    pub fn release(&self) {
+        self.release.notify_one();
+    }
+}
+
+#[derive(Clone)]
+struct Gates {
+    held: Arc<Notify>,
+    release: Arc<Notify>,
 }
 
 impl Drop for Receiver {
@@ -134,12 +156,7 @@ impl Drop for Receiver {
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    script: Script,
-    ledger: Arc<Mutex<Ledger>>,
-    held: Arc<Notify>,
-) {
+async fn serve(mut stream: TcpStream, script: Script, ledger: Arc<Mutex<Ledger>>, gates: Gates) {
     let Some((head, body)) = read_request(&mut stream).await else {
         return;
     };
@@ -191,8 +208,13 @@ async fn serve(
         Answer::Status(code) => response(code, "", None),
         Answer::RateLimit(secs) => response(429, "", Some(secs)),
         Answer::StoreThenDrop => return,
+        Answer::HoldThenStatus(code) => {
+            gates.held.notify_one();
+            gates.release.notified().await;
+            response(code, "", None)
+        }
         Answer::StoreThenHold => {
-            held.notify_one();
+            gates.held.notify_one();
             // Until the client goes away (its process killed): never answer.
             let mut rest = [0u8; 64];
             while matches!(stream.read(&mut rest).await, Ok(n) if n > 0) {}

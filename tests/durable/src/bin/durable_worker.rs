@@ -5,7 +5,7 @@
 use apalis_postgres::PostgresStorage;
 use apalis_sqlite::SqliteStorage;
 use retry_kit::apalis::DurableRetryLayer;
-use retry_kit_durable::db::{postgres_config, postgres_pool, sqlite_config, sqlite_pool};
+use retry_kit_durable::db::{postgres_config, sqlite_config};
 use retry_kit_durable::process::{Settings, policy};
 use retry_kit_durable::{Export, ExportError, Target, export_worker};
 use tokio::io::AsyncReadExt;
@@ -27,7 +27,11 @@ async fn main() {
     let policy = policy(&settings.policy);
     let result = match settings.backend.as_str() {
         "sqlite" => {
-            let pool = sqlite_pool(&settings.url).await;
+            // The test made the tables: two processes migrating one SQLite file at once would
+            // find it locked.
+            let pool = apalis_sqlite::SqlitePool::connect(&settings.url)
+                .await
+                .unwrap_or_else(|e| panic!("cannot open {}: {e}", settings.url));
             let storage: SqliteStorage<Export> =
                 SqliteStorage::new(&pool).with_config(sqlite_config(&settings.queue));
             let layer = DurableRetryLayer::new(policy, storage.clone())
@@ -38,7 +42,9 @@ async fn main() {
                 .await
         }
         "postgres" => {
-            let pool = postgres_pool(&settings.url).await;
+            let pool = apalis_postgres::PgPool::connect(&settings.url)
+                .await
+                .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", settings.url));
             let storage: PostgresStorage<Export> =
                 PostgresStorage::new(&pool).with_config(postgres_config(&settings.queue));
             let layer = DurableRetryLayer::new(policy, storage.clone())
