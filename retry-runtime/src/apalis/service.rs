@@ -430,3 +430,50 @@ async fn fetch<S: FetchById>(storage: &mut S, id: &TaskId) -> Result<Option<S::T
         format!("retry-kit: could not read task {id} from the queue's storage: {e}").into()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handed_back_task_is_never_due_before_its_wait_is_over() {
+        let at = |secs: u64, nanos: u32| UNIX_EPOCH + Duration::new(secs, nanos);
+        // apalis counts whole seconds: a wait ending inside a second is due at its end.
+        assert_eq!(
+            whole_seconds_after(at(100, 0), Duration::from_millis(10)),
+            at(101, 0)
+        );
+        assert_eq!(
+            whole_seconds_after(at(100, 500_000_000), Duration::from_millis(500)),
+            at(101, 0)
+        );
+        assert_eq!(whole_seconds_after(at(100, 1), Duration::ZERO), at(101, 0));
+        assert_eq!(
+            whole_seconds_after(at(100, 0), Duration::from_secs(3600)),
+            at(3700, 0)
+        );
+    }
+
+    #[test]
+    fn a_row_records_an_end_only_when_its_last_attempt_ended_the_task() {
+        let policy = crate::RetryPolicy::fixed(Duration::from_secs(5)).attempts(2);
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        let mut state = RetryState::default();
+        assert_eq!(recorded_end(&state), None);
+        policy.plan(&mut state, &reset);
+        assert_eq!(recorded_end(&state), None, "a retry is no end");
+        policy.plan(&mut state, &reset);
+        assert_eq!(
+            recorded_end(&state),
+            Some(Plan::Stop(StopReason::AttemptsExhausted))
+        );
+        let mut state = RetryState::default();
+        policy.plan(&mut state, &reset);
+        set_last_next(&mut state, Plan::Stop(StopReason::BudgetExhausted));
+        assert_eq!(
+            recorded_end(&state),
+            Some(Plan::Stop(StopReason::BudgetExhausted))
+        );
+        assert_eq!(state.resume_at(), None);
+    }
+}

@@ -9,7 +9,9 @@ use apalis_core::task::task_id::TaskId;
 use apalis_sqlite::SqliteStorage;
 use retry_kit::apalis::{DurableRetryLayer, Outcome, RunLog, run_log};
 use retry_kit::run::operation_id;
-use retry_kit::{CircuitBreaker, ErrorClass, IdempotencyKey, Jitter, RetryPolicy, StopReason};
+use retry_kit::{
+    CircuitBreaker, ErrorClass, IdempotencyKey, Jitter, RetryBudget, RetryPolicy, StopReason,
+};
 use retry_kit_durable::db::{SqliteFile, sqlite_config};
 use retry_kit_durable::receiver::{Answer, Receiver, Request};
 use retry_kit_durable::{Export, ExportError, Target, spawn_worker, task_id, until, worker_name};
@@ -458,4 +460,33 @@ async fn a_stopped_task_resumes_with_its_input_and_key() {
         .await
         .unwrap_err();
     assert!(again.to_string().contains("only a stopped task"), "{again}");
+}
+
+/// Two tokens: one failure leaves too few for a retry.
+static BUDGET: RetryBudget = RetryBudget::new(2, 0.1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusing_budget_releases_the_slot_then_stops_the_task() {
+    let (_file, mut storage) = queue("budget").await;
+    let receiver = Receiver::start(script(|_| Answer::Status(503))).await;
+    let policy = RetryPolicy::fixed(Duration::from_millis(10)).attempts(5);
+    let layer = layer(&storage, policy).budget(&BUDGET);
+    let worker = spawn_worker!(storage, layer, target(&receiver), 1);
+    let id = push(&mut storage, task(export("2026-12-03")).build()).await;
+
+    let log = ended(&storage, &id).await;
+    worker.stop().await;
+    // The 10 ms retry was not slept in the slot (the budget refused it): handed back; when
+    // it came up the budget still refused, and the task stopped, resumable.
+    assert_eq!(
+        log.outcome(),
+        &Outcome::Stopped(StopReason::BudgetExhausted),
+        "{log}"
+    );
+    assert_eq!(log.attempts(), 1);
+    assert!(
+        log.rows().len() >= 2,
+        "handed back before it stopped: {log}"
+    );
+    assert_eq!(receiver.seen().len(), 1);
 }
