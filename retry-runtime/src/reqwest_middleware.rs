@@ -173,7 +173,7 @@ impl RetryMiddleware {
     }
 
     /// Retry each request by the policy `cell` holds when the request starts (a policy
-    /// replaced at run time, see [`PolicyCell`]).
+    /// replaced at run time, see [`PolicyCell`](crate::PolicyCell)).
     pub fn from_cell(cell: impl Into<SharedCell>) -> Self {
         RetryMiddleware {
             settings: HttpSettings::new(PolicySource::Cell(cell.into())),

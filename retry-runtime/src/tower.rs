@@ -159,7 +159,7 @@ impl RetryLayer {
     }
 
     /// Retry each call by the policy `cell` holds when the call starts (a policy replaced at
-    /// run time, see [`PolicyCell`]).
+    /// run time, see [`PolicyCell`](crate::PolicyCell)).
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;

@@ -26,7 +26,7 @@ const DEFAULT_MAX_PUSHBACK: Duration = Duration::from_secs(30);
 /// What the layer's `Retry` starts from before a call gives it the method's policy.
 static NO_POLICY: RetryPolicy = RetryPolicy::new();
 
-/// A tower [`Layer`] that retries (or hedges) the calls of a tonic client with gRPC's own
+/// A tower [`Layer`](tower_layer::Layer) that retries (or hedges) the calls of a tonic client with gRPC's own
 /// semantics (gRFC A6), over the crate's engine: the same policy arithmetic, classification,
 /// breaker, budget, hooks, `tracing` events and metrics as every other front end. See the
 /// [module docs](super) for what is retried and what is not.
@@ -101,7 +101,7 @@ impl GrpcRetryLayer {
     }
 
     /// As [`new`](Self::new), by the policy `cell` holds when each call starts: a
-    /// [`PolicyCell::set`] reaches every channel the layer wraps from its next call on.
+    /// [`PolicyCell::set`](crate::PolicyCell::set) reaches every channel the layer wraps from its next call on.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
