@@ -26,12 +26,14 @@
 //!
 //! # A worker with the layer
 //!
-//! ```ignore
+//! ```text
 #![doc = include_str!("apalis/guide.rs")]
 //! ```
 //!
-//! (This example is `tests/durable/examples/guide.rs` in the repository, where it is built and
-//! run against SQLite in memory; a test checks that the text here is the same.)
+//! (This text is the file `retry-runtime/src/apalis/guide.rs`, which the repository builds and
+//! runs as the example `guide` of `tests/durable`, against SQLite in memory: `cargo run -p
+//! retry-kit-durable --example guide`. A doctest here would need a SQL backend among this
+//! crate's dev-dependencies, and with it sqlx's Rust 1.94 for every test of the crate.)
 //!
 //! What the worker needs:
 //!

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::main]
-async fn main() {
+pub async fn main() {
     let file = SqliteFile::new("nightly-export");
     let pool = file.pool().await;
     let mut storage: SqliteStorage<Export> =
@@ -87,6 +87,23 @@ async fn main() {
     }
     worker.stop().await;
 
+    // What the seeds ask for: the schema error quarantined, the rate limit stopping its
+    // interval with the input kept, the flaky and the uncertain intervals exported once each.
+    let outcome = |i: usize| logs[i].1.outcome().clone();
+    assert_eq!(outcome(0), Outcome::Done);
+    assert_eq!(outcome(1), Outcome::Done);
+    assert_eq!(outcome(2), Outcome::Quarantined);
+    assert_eq!(
+        outcome(3),
+        Outcome::Stopped(retry_kit::StopReason::RetryAfterTooLong)
+    );
+    assert_eq!(outcome(4), Outcome::Done);
+    assert_eq!(
+        logs[1].1.attempts(),
+        3,
+        "the flaky interval: two 503s, then stored"
+    );
+
     println!("Nightly export, one run log per interval:\n");
     for (interval, log) in &logs {
         println!("{interval}\n{log}\n");
@@ -103,6 +120,11 @@ async fn main() {
         println!(
             "({} repeated request recognised by its key and not stored again)",
             l.repeats
+        );
+        assert_eq!(held, ["2026-12-01", "2026-12-02", "2026-12-05"]);
+        assert_eq!(
+            l.repeats, 1,
+            "the lost answer's retry, recognised by its key"
         );
     });
 }
