@@ -1,7 +1,6 @@
 //! [`DurableRetryLayer`]: what a worker is given, and how it is configured.
 
 use super::classify::{class_as, default_class, default_retry_after, retry_after_as};
-use super::service::DurableRetry;
 use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::class::Classify;
@@ -116,17 +115,5 @@ impl<S> fmt::Debug for DurableRetryLayer<S> {
             .field("circuit", &self.settings.circuit.is_some())
             .field("budget", &self.settings.budget.is_some())
             .finish_non_exhaustive()
-    }
-}
-
-impl<Inner, S: Clone> tower_layer::Layer<Inner> for DurableRetryLayer<S> {
-    type Service = DurableRetry<Inner, S>;
-
-    fn layer(&self, inner: Inner) -> Self::Service {
-        DurableRetry {
-            inner,
-            storage: self.storage.clone(),
-            settings: Arc::clone(&self.settings),
-        }
     }
 }

@@ -4,7 +4,7 @@
 use super::classify::Read;
 use super::identity::{OPERATION, successor_id, task_key};
 use super::in_attempt::InAttempt;
-use super::layer::Settings;
+use super::layer::{DurableRetryLayer, Settings};
 use super::metadata::{STATE_KEY, with_state};
 use super::outcome::{Ended, HandedBack};
 use crate::class::ErrorClass;
@@ -34,6 +34,20 @@ pub struct DurableRetry<Inner, S> {
     pub(crate) inner: Inner,
     pub(crate) storage: S,
     pub(crate) settings: Arc<Settings>,
+}
+
+/// The layer makes the service, here beside it: the service holds the layer's settings, so
+/// the layer's own file need not know the service.
+impl<Inner, S: Clone> tower_layer::Layer<Inner> for DurableRetryLayer<S> {
+    type Service = DurableRetry<Inner, S>;
+
+    fn layer(&self, inner: Inner) -> Self::Service {
+        DurableRetry {
+            inner,
+            storage: self.storage.clone(),
+            settings: Arc::clone(&self.settings),
+        }
+    }
 }
 
 impl<Inner, S> std::fmt::Debug for DurableRetry<Inner, S> {
