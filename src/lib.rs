@@ -16,6 +16,9 @@ pub use retry_runtime::class;
 #[cfg(feature = "faults")]
 #[cfg_attr(docsrs, doc(cfg(feature = "faults")))]
 pub use retry_runtime::faults;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use retry_runtime::fleet;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use retry_runtime::http;

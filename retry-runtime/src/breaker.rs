@@ -30,6 +30,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 mod entry;
+#[cfg(feature = "redis")]
+mod fleet;
 mod listing;
 mod permit;
 mod reconfigure;
@@ -167,6 +169,10 @@ pub struct CircuitBreaker {
     open_until: AtomicI64,
     /// The failure-ratio window, used only when `ratio` is set.
     window: [AtomicU64; BUCKETS],
+    /// Calls refused since a fleet exchange last asked (feature `redis`): whether this process
+    /// wants a probe lease while the fleet is half-open. Counted on the refusing path only.
+    #[cfg(feature = "redis")]
+    refused: AtomicU32,
 }
 
 impl CircuitBreaker {
@@ -271,11 +277,17 @@ impl CircuitBreaker {
                 }
                 CircuitState::Open => match self.end_cool_down(cur, w) {
                     Ok(next) => cur = next.pack(),
-                    Err(Some(left)) => return Err(CircuitOpen::new(left)),
+                    Err(Some(left)) => {
+                        #[cfg(feature = "redis")]
+                        self.refused.fetch_add(1, Ordering::Relaxed);
+                        return Err(CircuitOpen::new(left));
+                    }
                     Err(None) => cur = self.state.load(Ordering::Acquire),
                 },
                 CircuitState::HalfOpen => {
                     if w.in_flight >= self.probes_at_once() {
+                        #[cfg(feature = "redis")]
+                        self.refused.fetch_add(1, Ordering::Relaxed);
                         return Err(CircuitOpen::new(Duration::ZERO));
                     }
                     let next = Word {

@@ -303,6 +303,34 @@ impl RetryBudget {
     }
 }
 
+/// The fleet's hook (feature `redis`): a [`FleetBudget`](crate::fleet::FleetBudget)'s exchange
+/// sets its local bucket to the fleet's tokens, keeping what calls did meanwhile.
+#[cfg(feature = "redis")]
+impl RetryBudget {
+    /// Set the tokens to `fleet` plus whatever calls charged or refunded since the exchange
+    /// read `seen` (its push), within `0..=max_tokens`; the tokens now.
+    pub(crate) fn rebase(&self, seen: u64, fleet: u64) -> u64 {
+        let max = self.settings.word(MAX);
+        let mut now = 0;
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                let moved = i128::from(t) - i128::from(seen);
+                let next = (i128::from(fleet.min(max)) + moved).clamp(0, i128::from(max));
+                // Within `0..=max`, a `u64`.
+                now = u64::try_from(next).unwrap_or(max);
+                Some(now)
+            });
+        self.publish();
+        now
+    }
+
+    /// The size of the bucket in millionths of a token, as the tokens are kept.
+    pub(crate) fn raw_max(&self) -> u64 {
+        self.settings.word(MAX)
+    }
+}
+
 impl fmt::Debug for RetryBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryBudget")

@@ -36,6 +36,7 @@
 //! | `tower` | (feature `tower`) `RetryLayer`: retry inside a tower stack |
 //! | `reqwest_middleware` | (feature `reqwest-middleware`) `RetryMiddleware`: retry inside a reqwest client |
 //! | `apalis` | (feature `apalis`) `DurableRetryLayer`: apalis 1.0 tasks retried across runs, long waits handed back to the queue |
+//! | `fleet` | (feature `redis`) `FleetBudget`, `FleetBreaker`: one budget and one breaker state for a fleet of processes, in Redis |
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -57,6 +58,9 @@ pub mod durable;
 pub mod error;
 #[cfg(feature = "faults")]
 pub mod faults;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod fleet;
 pub mod fresh;
 pub mod io;
 mod listing;

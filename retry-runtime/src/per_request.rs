@@ -72,6 +72,22 @@ impl<T: Template + Send + Sync + 'static, const N: usize> ForEachRequest<T>
     }
 }
 
+/// A fleet budget: every request uses its local bucket.
+#[cfg(feature = "redis")]
+impl ForEachRequest<crate::RetryBudget> for &'static crate::fleet::FleetBudget {
+    fn chosen(self) -> Chosen<crate::RetryBudget> {
+        Chosen(Choice::One(self.local()))
+    }
+}
+
+/// A fleet breaker: every request asks its local breaker.
+#[cfg(feature = "redis")]
+impl ForEachRequest<crate::CircuitBreaker> for &'static crate::fleet::FleetBreaker {
+    fn chosen(self) -> Chosen<crate::CircuitBreaker> {
+        Chosen(Choice::One(self.local()))
+    }
+}
+
 impl<T> Chosen<T> {
     /// Whether each request's authority chooses the value (a `PerKey`).
     fn by_authority(&self) -> bool {

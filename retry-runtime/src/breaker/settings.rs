@@ -28,6 +28,8 @@ impl CircuitBreaker {
                 failures: AtomicU32::new(0),
                 open_until: AtomicI64::new(0),
                 window: empty_window(),
+                #[cfg(feature = "redis")]
+                refused: AtomicU32::new(0),
             }
         }
     }
@@ -134,6 +136,8 @@ impl CircuitBreaker {
             failures: AtomicU32::new(0),
             open_until: AtomicI64::new(0),
             window: empty_window(),
+            #[cfg(feature = "redis")]
+            refused: AtomicU32::new(0),
         }
     }
 
