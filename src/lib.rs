@@ -5,6 +5,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use retry_runtime::AdaptivePolicy;
+pub use retry_runtime::AdaptiveThrottle;
 pub use retry_runtime::FreshPerAttempt;
 pub use retry_runtime::FreshPerHedgedAttempt;
 pub use retry_runtime::RetryBudget;
@@ -35,6 +36,7 @@ pub use retry_runtime::reqwest;
 pub use retry_runtime::reqwest_middleware;
 pub use retry_runtime::run;
 pub use retry_runtime::run::{AsBreaker, AsBudget};
+pub use retry_runtime::throttle;
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use retry_runtime::tonic;

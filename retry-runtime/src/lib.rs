@@ -23,6 +23,7 @@
 //! | `meter` | (feature `metrics`) attempts, delays, stops and breaker states through `metrics` |
 //! | [`breaker`] | [`CircuitBreaker`]: stop calling a dependency that keeps failing |
 //! | [`budget`] | [`RetryBudget`]: a shared bound on the aggregate retry rate |
+//! | [`throttle`] | [`AdaptiveThrottle`]: Google SRE client-side throttling, refusing attempts locally as the backend accepts fewer |
 //! | [`registry`] | [`registry::snapshot`]: every named breaker and budget, and every `PerKey` entry, with its state |
 //! | [`per_key`] | [`PerKey`]: one breaker or budget per host, partition or tenant |
 //! | `config` | (feature `serde`) policies and settings in configuration files, snapshots as JSON |
@@ -87,6 +88,7 @@ mod stop;
 mod sync;
 mod tenancy;
 pub mod testing;
+pub mod throttle;
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -116,6 +118,7 @@ pub use policy::{Backoff, Jitter, Nested, PolicySettings, RetryPolicy};
 pub use policy_cell::PolicyCell;
 pub use run::{AsBreaker, AsBudget};
 pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
+pub use throttle::AdaptiveThrottle;
 
 /// Glue for the diagnostics of `#[retryable]`: the autoref probes that find out whether an
 /// error or a key has a `Display`. Not public API: its contents change without notice.

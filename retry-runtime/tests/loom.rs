@@ -647,3 +647,19 @@ fn budget_resized_beside_a_failure_ends_as_some_sequential_order() {
         assert_eq!(budget.max_tokens(), 20);
     });
 }
+
+/// The throttle's bucket word: a request and an accept counted at once by two threads are both
+/// kept (each compare-and-swap that loses retries on the word it lost to).
+#[test]
+fn throttle_counts_made_at_once_are_never_lost() {
+    use retry_runtime::AdaptiveThrottle;
+    model(3, || {
+        let throttle = Arc::new(AdaptiveThrottle::new(2.0, Duration::from_secs(60)));
+        let other = Arc::clone(&throttle);
+        let t = thread::spawn(move || other.record(false));
+        throttle.record(true);
+        throttle.accepted();
+        t.join().unwrap();
+        assert_eq!(throttle.counts_now(), (2, 2));
+    });
+}

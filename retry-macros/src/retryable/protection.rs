@@ -132,7 +132,9 @@ impl Protection {
                 }
                 _ => value,
             };
-            shared.extend(quote!(.#method(#value)));
+            // At the path, so that a value that is not a budget is reported once, there, and not
+            // again where the slot's type (`AsBudget::Slot`) is used.
+            shared.extend(quote_spanned!(path.span()=> .#method(#value)));
         }
         let shared_value = quote!(#krate::run::Shared::new() #shared);
         let error = quote!(#krate::run::ErrorOf<#ret>);
@@ -146,7 +148,9 @@ impl Protection {
                 shared: shared_value.clone(),
             })
         };
-        if args.get("circuit").is_some() {
+        // A budget slot may refuse the first attempt too (an `AdaptiveThrottle`); for a budget
+        // the admission folds away.
+        if args.get("circuit").is_some() || args.get("budget").is_some() {
             let refused = Ident::new("__rk_refused", Span::mixed_site());
             admit = quote! {
                 if let ::core::result::Result::Err(#refused) =

@@ -150,6 +150,7 @@ impl Deref for FleetBudget {
 }
 
 impl AsBudget for FleetBudget {
+    type Slot<'a> = &'a RetryBudget;
     #[inline]
     fn as_budget(&self) -> &RetryBudget {
         self.local()

@@ -216,6 +216,12 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         self.protection.admit()
     }
 
+    /// Ask the throttle (if any) for the first attempt, after the breaker.
+    #[inline]
+    pub(super) fn admit_throttle(&mut self) -> Result<(), CircuitOpen> {
+        self.protection.admit_throttle()
+    }
+
     /// The policy in force: the declared one, or with the first delay and multiplier an
     /// adaptive policy tuned (its attempts are already `max_attempts`).
     #[inline]

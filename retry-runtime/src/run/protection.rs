@@ -25,6 +25,7 @@ use crate::clock;
 use crate::error::CircuitOpen;
 use crate::per_key::Lease;
 use crate::stop::{StopReason, Verdict};
+use crate::throttle::AdaptiveThrottle;
 use std::time::{Duration, Instant};
 
 /// The shared protection a [`Call`](super::Call) carries: [`Unprotected`] (none) or
@@ -58,6 +59,8 @@ pub trait Protection<'p>: PanicSink + Holding + Sized {
     fn admit_hedge(&mut self) -> bool {
         self.admit_retry(Ok(Duration::ZERO)).is_ok()
     }
+    /// Ask the throttle (if any) for the first attempt.
+    fn admit_throttle(&mut self) -> Result<(), CircuitOpen>;
     /// Take the attempt that just began (its permit and start time) out of the call.
     fn take_hold(&mut self) -> Self::Hold;
     /// Give a finished attempt's hold back, so that its outcome is recorded with it.
@@ -100,6 +103,7 @@ impl Unprotected {
             adaptive: window,
             breaker: None,
             budget: None,
+            throttle: None,
             permit: None,
         }
     }
@@ -131,6 +135,10 @@ impl<'p> Protection<'p> for Unprotected {
         Ok(())
     }
     #[inline(always)]
+    fn admit_throttle(&mut self) -> Result<(), CircuitOpen> {
+        Ok(())
+    }
+    #[inline(always)]
     fn take_hold(&mut self) {}
     #[inline(always)]
     fn put_hold(&mut self, (): ()) {}
@@ -143,6 +151,8 @@ pub struct Protected<'p, W = NoWindow> {
     adaptive: W,
     pub(super) breaker: Option<Lease<'p, CircuitBreaker>>,
     pub(super) budget: Option<Lease<'p, RetryBudget>>,
+    /// An adaptive throttle in the budget's place.
+    pub(super) throttle: Option<&'p AdaptiveThrottle>,
     permit: Option<CircuitPermit<'p>>,
 }
 
@@ -263,6 +273,9 @@ impl<W: Window> Protected<'_, W> {
         if let Some(budget) = self.budget {
             budget.record_success();
         }
+        if let Some(throttle) = self.throttle {
+            throttle.accepted();
+        }
     }
 }
 
@@ -278,7 +291,7 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
     #[inline(always)]
     fn succeeded(&mut self) {
         self.end_attempt(false);
-        if self.permit.is_some() || self.budget.is_some() {
+        if self.permit.is_some() || self.budget.is_some() || self.throttle.is_some() {
             self.record_success();
         }
     }
@@ -290,6 +303,12 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
         if let Some(budget) = self.budget {
             if class.is_failure() {
                 budget.record_failure();
+            }
+        }
+        if let Some(throttle) = self.throttle {
+            // A permanent error is an answer: the backend accepted the request.
+            if !class.is_failure() {
+                throttle.accepted();
             }
         }
         self.end_attempt(class.is_failure());
@@ -306,12 +325,20 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
                 return Err(StopReason::BudgetExhausted);
             }
         }
+        if let Some(throttle) = self.throttle {
+            if throttle.try_admit().is_err() {
+                return Err(StopReason::BudgetExhausted);
+            }
+        }
         self.admit_poll(verdict)
     }
     #[inline]
     fn answered(&mut self) {
         if let Some(permit) = self.permit.take() {
             permit.succeeded();
+        }
+        if let Some(throttle) = self.throttle {
+            throttle.accepted();
         }
         self.end_attempt(false);
     }
@@ -347,6 +374,13 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
             std::mem::forget(none);
         }
         Ok(())
+    }
+    #[inline]
+    fn admit_throttle(&mut self) -> Result<(), CircuitOpen> {
+        match self.throttle {
+            Some(throttle) => throttle.try_admit(),
+            None => Ok(()),
+        }
     }
     #[inline]
     fn take_hold(&mut self) -> AttemptHold<'p, W::Started> {
@@ -424,6 +458,7 @@ impl<'p, W: Window> std::fmt::Debug for Protected<'p, W> {
             .field("tuned", &self.adaptive.tuned())
             .field("breaker", &self.breaker.map(|b| b.value()))
             .field("budget", &self.budget.map(|b| b.value()))
+            .field("throttle", &self.throttle)
             .field("permit", &self.permit)
             .finish()
     }

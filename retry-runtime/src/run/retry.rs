@@ -5,11 +5,10 @@ use super::classifier::{ByTrait, Classifier};
 use super::hook::{Displayed, Hook, NoHook};
 use super::outcome::{Conversion, Outcome};
 use super::protection::Unprotected;
-use super::shared::{Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
+use super::shared::{AsBudget, Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
 use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
-use crate::budget::RetryBudget;
 #[cfg(feature = "tokio")]
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
@@ -371,14 +370,18 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// // retry is refused; from then on every call makes one attempt.
     /// assert_eq!(attempts, 4 + 1 + 1 + 1);
     /// ```
-    pub fn budget(
+    ///
+    /// Also takes a [`FleetBudget`](crate::fleet::FleetBudget) (feature `redis`), a `PerKey`
+    /// entry's lease, and an [`AdaptiveThrottle`](crate::AdaptiveThrottle), which refuses
+    /// first attempts too (as `E::from(CircuitOpen)`).
+    pub fn budget<B: AsBudget + ?Sized>(
         self,
-        budget: &'p RetryBudget,
-    ) -> Retry<'p, C, H, WithBudget<S, &'p RetryBudget>, T>
+        budget: &'p B,
+    ) -> Retry<'p, C, H, WithBudget<S, B::Slot<'p>>, T>
     where
         S: IntoShared,
     {
-        let protection = self.protection.into_shared().budget(budget);
+        let protection = self.protection.into_shared().budget(budget.as_budget());
         rebuild!(self, protection: protection)
     }
 

@@ -15,6 +15,7 @@ use crate::breaker::CircuitBreaker;
 use crate::budget::RetryBudget;
 use crate::error::CircuitOpen;
 use crate::per_key::Lease;
+use crate::throttle::AdaptiveThrottle;
 use std::sync::Arc;
 
 /// The shared protection of a [`Retry`](super::Retry) builder once one of
@@ -152,6 +153,81 @@ pub struct NoAdaptive;
 pub trait BudgetSlot<'p>: Copy {
     /// The budget, if there is one.
     fn budget(&self) -> Option<Lease<'p, RetryBudget>>;
+    /// The throttle in the budget's place, if there is one.
+    #[inline(always)]
+    fn throttle(&self) -> Option<&'p AdaptiveThrottle> {
+        None
+    }
+}
+
+/// How a budget slot's refusal of a *first* attempt becomes the error type `E`: never, for a
+/// budget (it refuses retries only); `E::from(CircuitOpen)` for an [`AdaptiveThrottle`], which
+/// refuses first attempts as a breaker does.
+#[diagnostic::on_unimplemented(
+    message = "an `AdaptiveThrottle` needs `impl From<CircuitOpen>` for the error type `{E}`",
+    label = "the error type cannot hold a `CircuitOpen`",
+    note = "a throttle refuses first attempts too: the call then returns `Err(E::from(CircuitOpen))` without running the operation",
+    note = "add `impl From<retry_kit::CircuitOpen> for E`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
+)]
+pub trait ThrottleSlot<E> {
+    /// The conversion of a refused first attempt, if the slot can refuse one.
+    fn refused(&self) -> Option<Conversion<CircuitOpen, E>>;
+}
+
+macro_rules! never_refuses {
+    ($($slot:ty),*) => {$(
+        impl<E> ThrottleSlot<E> for $slot {
+            #[inline(always)]
+            fn refused(&self) -> Option<Conversion<CircuitOpen, E>> {
+                None
+            }
+        }
+    )*};
+}
+
+never_refuses!(
+    NoBudget,
+    &RetryBudget,
+    Lease<'_, RetryBudget>,
+    Option<Lease<'_, RetryBudget>>,
+    Static<RetryBudget>
+);
+
+impl<E: From<CircuitOpen>> ThrottleSlot<E> for &AdaptiveThrottle {
+    #[inline(always)]
+    fn refused(&self) -> Option<Conversion<CircuitOpen, E>> {
+        Some(E::from)
+    }
+}
+
+impl<E: From<CircuitOpen>> ThrottleSlot<E> for Static<AdaptiveThrottle> {
+    #[inline(always)]
+    fn refused(&self) -> Option<Conversion<CircuitOpen, E>> {
+        Some(E::from)
+    }
+}
+
+/// An adaptive throttle in the budget's place: no budget.
+impl<'p> BudgetSlot<'p> for &'p AdaptiveThrottle {
+    #[inline(always)]
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
+        None
+    }
+    #[inline(always)]
+    fn throttle(&self) -> Option<&'p AdaptiveThrottle> {
+        Some(*self)
+    }
+}
+
+impl<'p> BudgetSlot<'p> for Static<AdaptiveThrottle> {
+    #[inline(always)]
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
+        None
+    }
+    #[inline(always)]
+    fn throttle(&self) -> Option<&'p AdaptiveThrottle> {
+        Some(self.0)
+    }
 }
 
 impl BudgetSlot<'_> for NoBudget {
@@ -331,7 +407,7 @@ impl<'p, E> Equip<'p, E> for Unprotected {
 impl<'p, 'a: 'p, E, K, B, A> Equip<'p, E> for Shared<K, B, A>
 where
     K: CircuitSlot<'a, E>,
-    B: BudgetSlot<'a>,
+    B: BudgetSlot<'a> + ThrottleSlot<E>,
     A: AdaptiveSlot<'a>,
 {
     // Always inlined: left to the optimiser it stayed out of line, a call on every call.
@@ -343,6 +419,7 @@ where
         let mut call = self.adaptive.protect(call);
         // Set in place: every reassignment of the call would be a copy of it.
         call.protection.budget = self.budget.budget();
+        call.protection.throttle = self.budget.throttle();
         call.protection.breaker = self.circuit.slot().map(|(breaker, _)| breaker);
         call
     }
@@ -351,8 +428,12 @@ where
         &self,
         call: &mut Call<'p, Protected<'p, A::Window<'p>>, P>,
     ) -> Result<(), E> {
-        match self.circuit.slot() {
-            Some((_, refused)) => call.admit().map_err(refused),
+        if let Some((_, refused)) = self.circuit.slot() {
+            call.admit().map_err(refused)?;
+        }
+        // After the breaker: a request the breaker refuses is not one the throttle counts.
+        match self.budget.refused() {
+            Some(refused) => call.admit_throttle().map_err(refused),
             None => Ok(()),
         }
     }
@@ -515,20 +596,26 @@ impl<B: AsBreaker + ?Sized> AsBreaker for Arc<B> {
     }
 }
 
-/// What `#[retryable(budget = ...)]` accepts: a [`RetryBudget`], or a reference or `Arc` of
-/// one.
+/// What `#[retryable(budget = ...)]` and [`Retry::budget`](super::Retry::budget) accept: a
+/// [`RetryBudget`] (or a fleet budget, a `PerKey` entry's lease), an
+/// [`AdaptiveThrottle`](crate::AdaptiveThrottle), or a reference or `Arc` of one.
 #[diagnostic::on_unimplemented(
     message = "`budget = ...` takes a path to a `static RetryBudget`, not `{Self}`",
     label = "expected a `RetryBudget`",
     note = "if it is a `static PerKey<RetryBudget>`, add `key = ...` (a host, a tenant) to choose a budget per key"
 )]
 pub trait AsBudget {
-    /// The budget.
-    fn as_budget(&self) -> &RetryBudget;
+    /// What a call's protection keeps of it: `&RetryBudget` or `&AdaptiveThrottle`.
+    type Slot<'a>: BudgetSlot<'a>
+    where
+        Self: 'a;
+    /// The budget (or throttle), as a call's protection keeps it.
+    fn as_budget(&self) -> Self::Slot<'_>;
 }
 
 #[diagnostic::do_not_recommend]
 impl AsBudget for RetryBudget {
+    type Slot<'a> = &'a RetryBudget;
     #[inline]
     fn as_budget(&self) -> &RetryBudget {
         self
@@ -536,17 +623,48 @@ impl AsBudget for RetryBudget {
 }
 
 #[diagnostic::do_not_recommend]
-impl<B: AsBudget + ?Sized> AsBudget for &B {
+impl AsBudget for AdaptiveThrottle {
+    type Slot<'a> = &'a AdaptiveThrottle;
+    #[inline]
+    fn as_budget(&self) -> &AdaptiveThrottle {
+        self
+    }
+}
+
+/// A `PerKey` entry as looked up: its budget (the lease's claim to its key is not kept; see
+/// [`Retry::circuit`](super::Retry::circuit)).
+#[diagnostic::do_not_recommend]
+impl AsBudget for Lease<'_, RetryBudget> {
+    type Slot<'a>
+        = &'a RetryBudget
+    where
+        Self: 'a;
     #[inline]
     fn as_budget(&self) -> &RetryBudget {
+        self.value()
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<B: AsBudget + ?Sized> AsBudget for &B {
+    type Slot<'a>
+        = B::Slot<'a>
+    where
+        Self: 'a;
+    #[inline]
+    fn as_budget(&self) -> B::Slot<'_> {
         (**self).as_budget()
     }
 }
 
 #[diagnostic::do_not_recommend]
 impl<B: AsBudget + ?Sized> AsBudget for Arc<B> {
+    type Slot<'a>
+        = B::Slot<'a>
+    where
+        Self: 'a;
     #[inline]
-    fn as_budget(&self) -> &RetryBudget {
+    fn as_budget(&self) -> B::Slot<'_> {
         (**self).as_budget()
     }
 }

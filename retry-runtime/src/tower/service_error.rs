@@ -13,7 +13,7 @@ use crate::breaker::CircuitBreaker;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::run::{
     AdaptiveSlot, AttemptTimeout, BreakerWith, BudgetSlot, Conversion, Equip, NoCircuit, NoTimeout,
-    Shared, Static, Unprotected,
+    Shared, Static, ThrottleSlot, Unprotected,
 };
 #[cfg(doc)]
 use crate::run::{HoldsCircuitOpen, HoldsTimedOut};
@@ -85,7 +85,7 @@ impl<E> ProtectionOf<E> for Unprotected {
 
 impl<E, B, A> ProtectionOf<E> for Shared<NoCircuit, B, A>
 where
-    B: BudgetSlot<'static> + Send + Sync,
+    B: BudgetSlot<'static> + ThrottleSlot<E> + Send + Sync,
     A: AdaptiveSlot<'static> + Send + Sync,
 {
     type Holder = CircuitOpen;
@@ -99,7 +99,7 @@ where
 
 impl<E, B, A> ProtectionOf<E> for Shared<Static<CircuitBreaker>, B, A>
 where
-    B: BudgetSlot<'static> + Send + Sync,
+    B: BudgetSlot<'static> + ThrottleSlot<E> + Send + Sync,
     A: AdaptiveSlot<'static> + Send + Sync,
 {
     type Holder = E;
