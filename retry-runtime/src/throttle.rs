@@ -55,6 +55,9 @@ pub struct AdaptiveThrottle {
     /// The length of one bucket, in nanoseconds.
     bucket: u64,
     window: [AtomicU64; BUCKETS],
+    /// The instant buckets are counted from: its first use (so that runs on a virtual clock
+    /// see the same buckets every time).
+    origin: OnceLock<Instant>,
 }
 
 impl AdaptiveThrottle {
@@ -77,6 +80,7 @@ impl AdaptiveThrottle {
                 k,
                 bucket,
                 window: empty(),
+                origin: OnceLock::new(),
             }
         }
     }
@@ -127,9 +131,8 @@ impl AdaptiveThrottle {
 
     /// The index of the current bucket of time.
     fn now_bucket(&self) -> u64 {
-        static ORIGIN: OnceLock<Instant> = OnceLock::new();
         let now = clock::now();
-        let origin = *ORIGIN.get_or_init(|| now);
+        let origin = *self.origin.get_or_init(|| now);
         let since = now.saturating_duration_since(origin).as_nanos();
         u64::try_from(since / u128::from(self.bucket)).unwrap_or(u64::MAX)
     }
