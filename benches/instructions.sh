@@ -40,10 +40,11 @@ done
 # policy that clones the request (item 4).
 # The peers' closed breakers beside the static one (item 5), and with FEATURES=metrics the floor
 # of a measured call: a kept `metrics::Counter` incremented (absent without the feature).
-for name in async_success_hedged/macro protection/breaker protection/per_key protection/per_key_churned protection/per_key_hashed protection/failsafe \
+for name in async_success_hedged/macro protection/breaker protection/budget protection/fleet_budget protection/per_key protection/per_key_churned protection/per_key_hashed protection/failsafe \
   protection/tower_resilience protection/metrics_floor layer/bare layer/tower_retry layer/http_retry; do
   [[ -n "${1:-}" && "$name" != *"$1"* ]] && continue
   [[ "$name" == protection/metrics_floor && "${FEATURES:-}" != *metrics* ]] && continue
+  [[ "$name" == protection/fleet_budget && "${FEATURES:-}" != *redis* ]] && continue
   a=$(count "$name" 1000)
   b=$(count "$name" 11000)
   printf '| %s | %s |\n' "$name" "$(( (b - a) / 10000 ))"

@@ -126,6 +126,22 @@ fn protection_case(only: &str, iters: u64) -> bool {
                 breaker_peers::tower_resilience_closed_call(&mut service);
             }
         }
+        // A success through a `static RetryBudget`, and through a `static FleetBudget` (feature
+        // `redis`, never connected: its exchange runs on another task and costs a call nothing),
+        // both by `#[retryable(budget = ..)]`: what the fleet adds to a call is finding its
+        // local bucket.
+        "protection/budget" => {
+            for i in 0..iters {
+                let _ = black_box(budget_success(black_box(i)));
+            }
+        }
+        #[cfg(feature = "redis")]
+        "protection/fleet_budget" => {
+            for i in 0..iters {
+                let _ = black_box(fleet_budget_success(black_box(i)));
+            }
+        }
+
         #[cfg(feature = "metrics")]
         "protection/metrics_floor" => {
             let counter = metrics::counter!("retry_kit_bench_floor");
@@ -348,6 +364,27 @@ async fn macro_inner_1k() -> Result<u64, BenchError> {
 )]
 async fn macro_inner_16_hedged() -> Result<u64, BenchError> {
     Plain::<16>::new().await
+}
+
+static RETRY_BUDGET: retry_kit::RetryBudget = retry_kit::RetryBudget::new(100, 0.1);
+
+// Out of line, both: a copy inlined into the loop was counted with whatever the optimiser made
+// of the loop around it (the same function measured 61 and 75 in two builds).
+#[inline(never)]
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", budget = RETRY_BUDGET)]
+fn budget_success(x: u64) -> Result<u64, BenchError> {
+    Ok(x)
+}
+
+#[cfg(feature = "redis")]
+static FLEET_BUDGET: retry_kit::fleet::FleetBudget =
+    retry_kit::fleet::FleetBudget::new("bench", 100, 0.1);
+
+#[cfg(feature = "redis")]
+#[inline(never)]
+#[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", budget = FLEET_BUDGET)]
+fn fleet_budget_success(x: u64) -> Result<u64, BenchError> {
+    Ok(x)
 }
 
 #[retryable(attempts = 3, backoff = "fixed", base = "0ms", jitter = "none", circuit = BREAKER)]

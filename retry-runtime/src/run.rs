@@ -94,8 +94,8 @@ pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RejectedOf, RetryIf, accept_rejected, reject_if};
 pub use shared::{
     AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip,
-    HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, Shared, Static, ThrottleSlot,
-    WithAdaptive, WithBudget, WithCircuit, circuit_open,
+    HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Shared, Static,
+    ThrottleSlot, WithAdaptive, WithBudget, WithCircuit, circuit_open, refusal_of,
 };
 pub use timeout::{
     AttemptTimeout, HoldsTimedOut, MaybeTimer, NoTimeout, Timed, TimeoutSlot, Untimed, timed_out,

@@ -54,11 +54,15 @@ impl Protection {
         let mut setup = TokenStream::new();
         // `.adaptive(..)`, `.circuit(..)` and `.budget(..)` on a `Shared` protection.
         let mut shared = TokenStream::new();
+        // What admitting the first attempt needs: the breaker, and of the budget only its
+        // type (`run::refusal_of`), so that the budget is not read a second time.
+        let mut admit_shared = TokenStream::new();
         let mut admit = TokenStream::new();
         if let Some(path) = args.path("adaptive") {
             // A path that is not an adaptive policy is reported at the path.
             let source = quote_spanned!(path.span()=> &#path as &dyn #krate::adaptive::Adapt);
             shared.extend(quote!(.adaptive(#source)));
+            admit_shared.extend(quote!(.adaptive(#source)));
         }
         // With `key = ...`, the breaker and the budget are the key's, from a `PerKey`: the key
         // is hashed once, before the first attempt, and each value is held for the call.
@@ -135,8 +139,15 @@ impl Protection {
             // At the path, so that a value that is not a budget is reported once, there, and not
             // again where the slot's type (`AsBudget::Slot`) is used.
             shared.extend(quote_spanned!(path.span()=> .#method(#value)));
+            let admitted = if name == "budget" && args.get("key").is_none() {
+                quote_spanned!(path.span()=> #krate::run::refusal_of(&#path))
+            } else {
+                value
+            };
+            admit_shared.extend(quote_spanned!(path.span()=> .#method(#admitted)));
         }
         let shared_value = quote!(#krate::run::Shared::new() #shared);
+        let admit_value = quote!(#krate::run::Shared::new() #admit_shared);
         let error = quote!(#krate::run::ErrorOf<#ret>);
         let equip = if shared.is_empty() {
             None
@@ -154,7 +165,7 @@ impl Protection {
             let refused = Ident::new("__rk_refused", Span::mixed_site());
             admit = quote! {
                 if let ::core::result::Result::Err(#refused) =
-                    #krate::run::Equip::<#error>::admit(&(#shared_value), &mut #call)
+                    #krate::run::Equip::<#error>::admit(&(#admit_value), &mut #call)
                 {
                     #krate::observe::refused(&mut #hook);
                     return ::core::result::Result::Err(#refused);

@@ -273,10 +273,15 @@ impl<W: Window> Protected<'_, W> {
         if let Some(budget) = self.budget {
             budget.record_success();
         }
-        if let Some(throttle) = self.throttle {
-            throttle.accepted();
-        }
     }
+}
+
+/// An attempt the backend accepted, told to the throttle: out of line, so that a call without a
+/// throttle carries none of its code on the success path.
+#[cold]
+#[inline(never)]
+fn throttle_accepted(throttle: &AdaptiveThrottle) {
+    throttle.accepted();
 }
 
 impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
@@ -291,8 +296,11 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
     #[inline(always)]
     fn succeeded(&mut self) {
         self.end_attempt(false);
-        if self.permit.is_some() || self.budget.is_some() || self.throttle.is_some() {
+        if self.permit.is_some() || self.budget.is_some() {
             self.record_success();
+        }
+        if let Some(throttle) = self.throttle {
+            throttle_accepted(throttle);
         }
     }
     #[inline(always)]

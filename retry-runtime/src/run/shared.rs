@@ -16,6 +16,7 @@ use crate::budget::RetryBudget;
 use crate::error::CircuitOpen;
 use crate::per_key::Lease;
 use crate::throttle::AdaptiveThrottle;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// The shared protection of a [`Retry`](super::Retry) builder once one of
@@ -170,15 +171,16 @@ pub trait BudgetSlot<'p>: Copy {
     note = "add `impl From<retry_kit::CircuitOpen> for E`, for example a variant `Open(CircuitOpen)` tagged `#[classify(delegate)]`"
 )]
 pub trait ThrottleSlot<E> {
-    /// The conversion of a refused first attempt, if the slot can refuse one.
-    fn refused(&self) -> Option<Conversion<CircuitOpen, E>>;
+    /// The conversion of a refused first attempt, if a slot of this type can refuse one: a
+    /// property of the type alone, so that asking costs no read of the slot.
+    fn refused() -> Option<Conversion<CircuitOpen, E>>;
 }
 
 macro_rules! never_refuses {
     ($($slot:ty),*) => {$(
         impl<E> ThrottleSlot<E> for $slot {
             #[inline(always)]
-            fn refused(&self) -> Option<Conversion<CircuitOpen, E>> {
+            fn refused() -> Option<Conversion<CircuitOpen, E>> {
                 None
             }
         }
@@ -195,16 +197,50 @@ never_refuses!(
 
 impl<E: From<CircuitOpen>> ThrottleSlot<E> for &AdaptiveThrottle {
     #[inline(always)]
-    fn refused(&self) -> Option<Conversion<CircuitOpen, E>> {
+    fn refused() -> Option<Conversion<CircuitOpen, E>> {
         Some(E::from)
     }
 }
 
 impl<E: From<CircuitOpen>> ThrottleSlot<E> for Static<AdaptiveThrottle> {
     #[inline(always)]
-    fn refused(&self) -> Option<Conversion<CircuitOpen, E>> {
+    fn refused() -> Option<Conversion<CircuitOpen, E>> {
         Some(E::from)
     }
+}
+
+/// The budget slot of type `S` without its value: what admitting a first attempt needs of a
+/// budget slot (whether its type can refuse one, [`ThrottleSlot`]), so that
+/// `#[retryable(budget = ..)]` does not read the budget a second time to admit the call (for a
+/// fleet budget, a second atomic load). Made by [`refusal_of`]; holds no budget or throttle.
+pub struct RefusalOf<S>(PhantomData<fn() -> S>);
+
+impl<S> Clone for RefusalOf<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for RefusalOf<S> {}
+
+impl<'p, S> BudgetSlot<'p> for RefusalOf<S> {
+    #[inline(always)]
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
+        None
+    }
+}
+
+impl<E, S: ThrottleSlot<E>> ThrottleSlot<E> for RefusalOf<S> {
+    #[inline(always)]
+    fn refused() -> Option<Conversion<CircuitOpen, E>> {
+        S::refused()
+    }
+}
+
+/// The type of the budget slot of `budget`, without reading it (see [`RefusalOf`]).
+#[inline(always)]
+pub fn refusal_of<B: AsBudget + ?Sized + 'static>(_budget: &B) -> RefusalOf<B::Slot<'static>> {
+    RefusalOf(PhantomData)
 }
 
 /// An adaptive throttle in the budget's place: no budget.
@@ -432,7 +468,7 @@ where
             call.admit().map_err(refused)?;
         }
         // After the breaker: a request the breaker refuses is not one the throttle counts.
-        match self.budget.refused() {
+        match B::refused() {
             Some(refused) => call.admit_throttle().map_err(refused),
             None => Ok(()),
         }
