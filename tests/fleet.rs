@@ -103,6 +103,22 @@ async fn the_builder_and_the_tower_layer_take_a_fleet_budget_and_breaker() {
     assert_eq!(calls.load(Ordering::Relaxed), 3);
 }
 
+/// The HTTP layers take a fleet budget and breaker as they take a `&'static` budget and breaker
+/// (every request uses the local ones); compiled with `http`.
+#[cfg(feature = "http")]
+#[test]
+fn the_http_layer_takes_a_fleet_budget_and_breaker() {
+    use retry_kit::tower::HttpRetryLayer;
+    static HTTP_BUDGET: FleetBudget = FleetBudget::new("http", 10, 0.1);
+    static HTTP_BREAKER: FleetBreaker = FleetBreaker::new("http", 3, Duration::from_secs(5));
+    let layer = HttpRetryLayer::new(RetryPolicy::fixed(Duration::ZERO).attempts(2))
+        .budget(&HTTP_BUDGET)
+        .circuit(&HTTP_BREAKER);
+    let _ = layer;
+    // Nothing exchanged yet: both decide by their local rule.
+    assert!(HTTP_BUDGET.is_fallback() && HTTP_BREAKER.is_fallback());
+}
+
 #[derive(Clone)]
 struct Failing(std::sync::Arc<AtomicU32>);
 

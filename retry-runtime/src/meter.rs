@@ -7,6 +7,7 @@
 //! | `retry_kit_retry_delay_seconds` | histogram | `fn` | the wait before each retry |
 //! | `retry_kit_stops_total` | counter | `fn`, `reason` | every call that gave up, by [`StopReason`], including calls an open breaker refused before any attempt (`circuit_open`) |
 //! | `retry_kit_hedges_total` | counter | `fn` | every attempt a hedged call started beside a slow one (counted in `retry_kit_attempts_total` too when it ends) |
+//! | `retry_kit_fleet_fallbacks_total` | counter | none | (feature `redis`) every time a process's fleet exchange went from answered to failing: its fleet values decide by their local rules until Redis answers again |
 //! | `retry_kit_circuit_state` | gauge | `breaker`, and `key` for a `PerKey` entry whose key is known as text (the layers' `host:port`, a `Display` key of `#[retryable(key = ..)]`) | 0 closed, 1 half-open, 2 open, set on every change of a named or unnamed (`"unnamed"`) breaker |
 //!
 //! `fn` is the function's path for `#[retryable]` (as in `tracing` events) and the name given
