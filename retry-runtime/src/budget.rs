@@ -304,8 +304,10 @@ impl RetryBudget {
 }
 
 /// The fleet's hook (feature `redis`): a [`FleetBudget`](crate::fleet::FleetBudget)'s exchange
-/// sets its local bucket to the fleet's tokens, keeping what calls did meanwhile.
-#[cfg(feature = "redis")]
+/// sets its local bucket to the fleet's tokens, keeping what calls did meanwhile. (Also under
+/// `--cfg loom`, for the model below.)
+#[cfg(any(feature = "redis", loom))]
+#[cfg_attr(all(loom, not(feature = "redis")), allow(dead_code))]
 impl RetryBudget {
     /// Set the tokens to `fleet` plus whatever calls charged or refunded since the exchange
     /// read `seen` (its push), within `0..=max_tokens`; the tokens now.
@@ -339,6 +341,31 @@ impl fmt::Debug for RetryBudget {
             .field("max_tokens", &self.max_tokens())
             .field("token_ratio", &self.token_ratio())
             .finish()
+    }
+}
+
+/// loom model of the fleet's rebase beside a call (crate-private, so here; run as
+/// `tests/loom.rs` says, with `--lib loom_models`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::thread;
+
+    /// An exchange read 10 tokens for its push, the fleet answered 6, and a call charged a
+    /// failure meanwhile: whichever comes first, the bucket ends at 5 (the fleet's 6, less the
+    /// failure the push did not carry). A rebase that stored the fleet's count over the
+    /// charge would leave 6; one that lost the race to it, 9.
+    #[test]
+    fn a_charge_beside_a_rebase_is_never_lost() {
+        loom::model(|| {
+            let budget = std::sync::Arc::new(RetryBudget::new(10, 0.5));
+            let seen = budget.raw_tokens();
+            let other = std::sync::Arc::clone(&budget);
+            let call = thread::spawn(move || other.record_failure());
+            budget.rebase(seen, 6 * UNIT);
+            call.join().unwrap();
+            assert_eq!(budget.tokens(), 5.0);
+        });
     }
 }
 

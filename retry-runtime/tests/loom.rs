@@ -3,7 +3,8 @@
 //! breaker's and budget's settings are kept in. Under `--cfg loom` the runtime builds
 //! them on loom's atomics and locks (`src/sync.rs`), so these check the real code, every
 //! interleaving of two threads up to the preemption bound. The hedge's permit handling needs a
-//! crate-private permit and is modelled in `src/breaker/permit.rs`.
+//! crate-private permit and is modelled in `src/breaker/permit.rs`; the fleet's rebase of a
+//! budget's tokens beside a call's charge (crate-private too) in `src/budget.rs`.
 //!
 //! Run both sets from `retry-runtime/`, in a target dir of their own (the cfg rebuilds every
 //! crate; about a minute cold, then 0.2 s of models on an idle 2-core machine):
