@@ -150,3 +150,48 @@ async fn overload(k: f64, wanted: u32, capacity: u64) -> (f64, f64) {
     }
     (received as f64 / 180.0, accepted as f64 / 180.0)
 }
+
+/// A tower `RetryLayer` takes a throttle as it takes a budget; a refused first attempt is the
+/// service's `E::from(CircuitOpen)`, and the inner service never sees it.
+#[cfg(feature = "tower")]
+#[tokio::test(start_paused = true)]
+async fn the_tower_layer_takes_a_throttle_and_refuses_first_attempts() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::task::{Context, Poll};
+    use tower_layer::Layer;
+    use tower_service::Service;
+
+    #[derive(Clone)]
+    struct Overloaded(Arc<AtomicU32>);
+    impl Service<()> for Overloaded {
+        type Response = ();
+        type Error = ApiError;
+        type Future = Pin<Box<dyn Future<Output = Result<(), ApiError>> + Send>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ApiError>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, (): ()) -> Self::Future {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async { Err(ApiError::Overloaded) })
+        }
+    }
+
+    static LAYER: AdaptiveThrottle = AdaptiveThrottle::new(2.0, Duration::from_secs(60));
+    testing::seed_jitter(5);
+    let sent = Arc::new(AtomicU32::new(0));
+    let mut service =
+        retry_kit::tower::RetryLayer::new(RetryPolicy::fixed(Duration::ZERO).attempts(1))
+            .budget(&LAYER)
+            .layer(Overloaded(Arc::clone(&sent)));
+    let mut throttled = 0;
+    for _ in 0..200 {
+        if service.call(()).await == Err(ApiError::Throttled) {
+            throttled += 1;
+        }
+    }
+    assert_eq!(sent.load(Ordering::Relaxed) + throttled, 200);
+    assert!(throttled > 150, "{throttled} refused locally");
+}

@@ -92,6 +92,8 @@ pub use protection::{
 };
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::{IfRejected, Rejected, RejectedOf, RetryIf, accept_rejected, reject_if};
+#[cfg(feature = "tower")]
+pub use shared::StaticBudget;
 pub use shared::{
     AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip,
     HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Shared, Static,

@@ -121,11 +121,11 @@ use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::retry::begin;
-use crate::run::shared::{CallState, IntoShared, Static, WithBudget, WithCircuit};
+use crate::run::shared::{CallState, IntoShared, Static, StaticBudget, WithBudget, WithCircuit};
 use crate::run::{AttemptTimeout, HoldsCircuitOpen, HoldsTimedOut, NoTimeout};
 use crate::run::{ByTrait, Classifier};
 use crate::run::{Hook, NoHook};
-use crate::{CircuitBreaker, RetryBudget, observe};
+use crate::{CircuitBreaker, observe};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -213,17 +213,21 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
         }
     }
 
-    /// Charge failures to `budget` and ask it before every retry.
-    pub fn budget(
+    /// Charge failures to `budget` and ask it before every retry: a `&'static`
+    /// [`RetryBudget`](crate::RetryBudget), a fleet budget (feature `redis`), or an
+    /// [`AdaptiveThrottle`](crate::AdaptiveThrottle), which refuses first attempts too
+    /// (`E::from(CircuitOpen)`, so the service's error type must implement
+    /// `From<CircuitOpen>`).
+    pub fn budget<B: StaticBudget + ?Sized>(
         self,
-        budget: &'static RetryBudget,
-    ) -> RetryLayer<C, H, WithBudget<S, Static<RetryBudget>>, T>
+        budget: &'static B,
+    ) -> RetryLayer<C, H, WithBudget<S, B::Slot>, T>
     where
         S: IntoShared,
     {
         RetryLayer {
             policy: self.policy,
-            retry: (self.retry).map_protection(|s| s.into_shared().budget(Static(budget))),
+            retry: (self.retry).map_protection(|s| s.into_shared().budget(budget.static_slot())),
         }
     }
 

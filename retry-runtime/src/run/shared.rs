@@ -515,6 +515,41 @@ impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Static<CircuitBreaker> {
     }
 }
 
+/// What a tower `RetryLayer`'s `.budget(..)` takes, as a `&'static`: a [`RetryBudget`], an
+/// [`AdaptiveThrottle`], or a fleet budget (feature `redis`, its local bucket). Its slot has no
+/// lifetime in its type ([`Static`]), for the reason `Static` gives.
+#[cfg(feature = "tower")]
+pub trait StaticBudget: Sync {
+    /// The slot a layer's calls are equipped with.
+    type Slot: for<'p> BudgetSlot<'p> + Send + Sync;
+    /// That slot.
+    fn static_slot(&'static self) -> Self::Slot;
+}
+
+#[cfg(feature = "tower")]
+impl StaticBudget for RetryBudget {
+    type Slot = Static<RetryBudget>;
+    fn static_slot(&'static self) -> Static<RetryBudget> {
+        Static(self)
+    }
+}
+
+#[cfg(feature = "tower")]
+impl StaticBudget for AdaptiveThrottle {
+    type Slot = Static<AdaptiveThrottle>;
+    fn static_slot(&'static self) -> Static<AdaptiveThrottle> {
+        Static(self)
+    }
+}
+
+#[cfg(all(feature = "redis", feature = "tower"))]
+impl StaticBudget for crate::fleet::FleetBudget {
+    type Slot = Static<RetryBudget>;
+    fn static_slot(&'static self) -> Static<RetryBudget> {
+        Static(self.local())
+    }
+}
+
 /// The breaker slot of a [`Retry`](super::Retry) builder without a breaker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoCircuit;
