@@ -83,8 +83,30 @@
 //!   every value back to the fleet's state: every process is back on the fleet state one
 //!   exchange after Redis answers again.
 //!
-//! Processes should give a fleet value the same settings: each exchange applies the pushing
-//! process's `max_tokens` (and a breaker's `open_for` and `half_open_max`).
+//! # Choices where the specification is silent
+//!
+//! - **Settings** should be the same in every process that names a value: each exchange
+//!   applies the pushing process's `max_tokens` (and a breaker's `open_for` and
+//!   `half_open_max`). A fleet budget Redis has never seen starts full.
+//! - **The push is a net change**, what the local bucket moved since the last exchange
+//!   (charges and refunds together, each capped at the bucket's ends locally), not a count of
+//!   outcomes: nothing is added to a call for the fleet. A process whose bucket is full
+//!   refunds nothing locally, so its successes refill the fleet only once its copy is below
+//!   full: the fleet errs towards fewer retries.
+//! - **A breaker's trip** is a process's own: `failure_threshold` consecutive retryable
+//!   failures in one process (the local rule) open the fleet's breaker; failures are not
+//!   summed across processes. A process asks for a probe lease only when its calls were
+//!   refused since the last exchange, so idle processes do not hold leases; it holds the
+//!   local breaker open (refusing) while the fleet is half-open and the lease is another's.
+//! - **Timing**: a process exchanges all its fleet values together, every `sync_every` of the
+//!   shortest among them after the previous exchange ended; an exchange with no answer in
+//!   250 ms ([`FleetBuilder::timeout`]) fails; a breaker held open by the fleet is held two
+//!   intervals past the time Redis gave, so the fleet, not a local cool-down, ends the phase.
+//! - [`connect`] fails only on a URL that is not a Redis URL: a server that cannot be reached
+//!   at start is a fallback like any other, tried again every interval. Keys expire after a
+//!   day without exchanges.
+//! - Not provided: a `PerKey` of fleet values (one fleet value per key), and throttles in the
+//!   HTTP and gRPC layers.
 //!
 //! # Simulations and tests
 //!
