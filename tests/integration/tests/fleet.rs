@@ -46,6 +46,10 @@ fn main() {
             redis_killed_mid_run_then_restarted,
         ),
         (
+            "worker_processes_ride_out_a_redis_restart",
+            worker_processes_ride_out_a_redis_restart,
+        ),
+        (
             "no_call_waits_on_a_hung_redis",
             no_call_waits_on_a_hung_redis,
         ),
@@ -321,6 +325,7 @@ fn worker(role: &str) {
         match role {
             "budget" => budget_worker().await,
             "breaker" => breaker_worker().await,
+            "restart" => restart_worker().await,
             _ => panic!("no worker role {role}"),
         }
         fleet.disconnect();
@@ -494,6 +499,129 @@ fn redis_killed_mid_run_then_restarted(_env: &Env) {
         assert_eq!(budgets[0].local().tokens(), 5.0);
         assert_eq!(budgets[1].tokens(), 5.0);
     });
+}
+
+/// A worker that makes calls all along and reports its node's state on request: whether it is
+/// on its local rule, how many fallbacks it counted, how many calls it made, and how many
+/// exchanges it took to come back after the scenario's `mark`.
+async fn restart_worker() {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+    let _ = SHARED.local();
+    while SHARED.is_fallback() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let calls = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&calls);
+    // Calls go on, whatever Redis does: each a success on the local bucket.
+    tokio::spawn(async move {
+        loop {
+            SHARED.local().record_success();
+            counted.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let node = Node::global();
+    let exchanges = || {
+        let s = node.stats();
+        s.exchanged + s.failed
+    };
+    let (mut mark, mut back_after) = (None, None);
+    say("ready");
+    loop {
+        // Watch for the return while waiting for the next command.
+        let command = tokio::spawn(go());
+        tokio::pin!(command);
+        let command = loop {
+            tokio::select! {
+                c = &mut command => break c.unwrap(),
+                () = tokio::time::sleep(Duration::from_millis(2)) => {
+                    if let (Some(at), None) = (mark, back_after) {
+                        if !SHARED.is_fallback() {
+                            back_after = Some(exchanges() - at);
+                        }
+                    }
+                }
+            }
+        };
+        match command.as_str() {
+            "mark" => {
+                mark = Some(exchanges());
+                back_after = None;
+                say("marked");
+            }
+            "status" => say(&format!(
+                "fallback={} fallbacks={} calls={} back_after={}",
+                u8::from(SHARED.is_fallback()),
+                node.stats().fallbacks,
+                calls.load(Ordering::Relaxed),
+                back_after.unwrap_or(0)
+            )),
+            "quit" => return,
+            other => panic!("unknown command {other}"),
+        }
+    }
+}
+
+/// Scenario: two worker processes joined to a Redis of the test's own by `connect` (the
+/// background task), making calls all along. Redis is killed: each falls back (once), and its
+/// calls go on. Redis starts again: each is back on the fleet state within three exchanges of
+/// the restart, having counted one fallback.
+fn worker_processes_ride_out_a_redis_restart(env: &Env) {
+    let mut redis = PrivateRedis::start();
+    let mut workers: Vec<Worker> = env
+        .workers("restart", &redis.url(), 2, &[])
+        .into_iter()
+        .map(|mut child| {
+            let out = BufReader::new(child.stdout.take().unwrap());
+            let mut w = Worker { child, out };
+            assert_eq!(w.line(), "ready");
+            w
+        })
+        .collect();
+    let status = |w: &mut Worker| w.ask("status");
+    redis.kill();
+    for w in &mut workers {
+        let mut line = status(w);
+        for _ in 0..500 {
+            if field(&line, "fallback") == 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            line = status(w);
+        }
+        assert_eq!(field(&line, "fallback"), 1, "{line}");
+        // Its calls go on while Redis is gone.
+        let before = field(&line, "calls");
+        assert!(
+            wait_for(Duration::from_secs(5), || field(&status(w), "calls")
+                > before + 10),
+            "calls stopped while Redis was down"
+        );
+    }
+    redis.restart();
+    for w in &mut workers {
+        assert_eq!(w.ask("mark"), "marked");
+    }
+    for (i, w) in workers.iter_mut().enumerate() {
+        let mut line = status(w);
+        for _ in 0..500 {
+            if field(&line, "fallback") == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            line = status(w);
+        }
+        println!("  worker {i}: {line}");
+        assert_eq!(field(&line, "fallback"), 0, "{line}");
+        assert_eq!(field(&line, "fallbacks"), 1, "one episode: {line}");
+        // Exchanges from the mark (made once Redis answered PING) to the fleet state; 0: back
+        // before the mark reached the worker.
+        assert!(field(&line, "back_after") <= 3, "{line}");
+    }
+    for w in workers {
+        w.quit();
+    }
 }
 
 /// Scenario: Redis is frozen (SIGSTOP) while an exchange is under way; calls on the same
