@@ -292,3 +292,37 @@ async fn a_trip_in_one_process_opens_the_breaker_in_all_and_one_probe_closes_it(
         assert_eq!(breaker.local().state(), CircuitState::Closed);
     }
 }
+
+/// With `metrics`, a fallback episode is counted once in `retry_kit_fleet_fallbacks_total`,
+/// however many exchanges fail in it; a second episode counts again.
+#[cfg(feature = "metrics")]
+#[test]
+fn each_fallback_episode_is_counted_once_in_metrics() {
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorder, || {
+        rt.block_on(async {
+            let store = MemoryStore::new();
+            let (node, _budget) = process("metered", 10, 0.1);
+            node.exchange(&store).await.unwrap();
+            for down in [true, false, true] {
+                store.set_down(down);
+                for _ in 0..3 {
+                    let _ = node.exchange(&store).await;
+                }
+            }
+        })
+    });
+    let counted: Vec<_> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .filter(|(key, ..)| key.key().name() == "retry_kit_fleet_fallbacks_total")
+        .map(|(.., value)| value)
+        .collect();
+    assert_eq!(counted, [DebugValue::Counter(2)]);
+}
