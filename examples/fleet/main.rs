@@ -169,6 +169,21 @@ fn through_redis() {
             memory.success(),
             redis.success()
         );
+        delete(&url, &format!("{prefix}:{i}:budget:sim"));
     }
     let _ = store;
+}
+
+/// Delete `key` from the Redis at `url` (`redis://host:port`), one RESP command on a socket of
+/// its own: the example leaves nothing behind, and needs no Redis client besides the crate's.
+fn delete(url: &str, key: &str) {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("redis://").trim_end_matches('/');
+    let command = format!("*2\r\n$3\r\nDEL\r\n${}\r\n{key}\r\n", key.len());
+    if let Ok(mut socket) = std::net::TcpStream::connect(addr) {
+        let mut answer = [0u8; 16];
+        let _ = socket
+            .write_all(command.as_bytes())
+            .and_then(|()| socket.read(&mut answer));
+    }
 }
