@@ -195,3 +195,54 @@ async fn the_tower_layer_takes_a_throttle_and_refuses_first_attempts() {
     assert_eq!(sent.load(Ordering::Relaxed) + throttled, 200);
     assert!(throttled > 150, "{throttled} refused locally");
 }
+
+/// The HTTP layer takes a throttle where it takes a budget: a request refused locally is an
+/// error without a request sent (the server's count shows it).
+#[cfg(all(feature = "tower", feature = "http"))]
+#[tokio::test(start_paused = true)]
+async fn the_http_layer_takes_a_throttle_and_refuses_requests_locally() {
+    use retry_kit::tower::{BoxError, HttpRetryLayer, ReplayBody};
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::task::{Context, Poll};
+    use tower_layer::Layer;
+    use tower_service::Service;
+
+    /// Answers every request with a 503.
+    #[derive(Clone)]
+    struct Unavailable(Arc<AtomicU32>);
+    impl Service<http::Request<ReplayBody<String>>> for Unavailable {
+        type Response = http::Response<&'static str>;
+        type Error = BoxError;
+        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: http::Request<ReplayBody<String>>) -> Self::Future {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            let answer = http::Response::builder().status(503).body("").unwrap();
+            Box::pin(async move { Ok(answer) })
+        }
+    }
+
+    static HTTP: AdaptiveThrottle = AdaptiveThrottle::new(2.0, Duration::from_secs(60));
+    testing::seed_jitter(6);
+    let received = Arc::new(AtomicU32::new(0));
+    let mut client = HttpRetryLayer::new(RetryPolicy::fixed(Duration::ZERO).attempts(1))
+        .budget(&HTTP)
+        .layer(Unavailable(Arc::clone(&received)));
+    let mut refused = 0;
+    for _ in 0..200 {
+        let request = http::Request::get("http://api.test/x")
+            .body(String::new())
+            .unwrap();
+        match client.call(request).await {
+            Ok(answer) => assert_eq!(answer.status(), 503),
+            Err(_) => refused += 1,
+        }
+    }
+    assert_eq!(received.load(Ordering::Relaxed) + refused, 200);
+    assert!(refused > 150, "{refused} refused locally");
+}

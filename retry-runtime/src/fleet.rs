@@ -105,8 +105,7 @@
 //! - [`connect`] fails only on a URL that is not a Redis URL: a server that cannot be reached
 //!   at start is a fallback like any other, tried again every interval. Keys expire after a
 //!   day without exchanges.
-//! - Not provided: a `PerKey` of fleet values (one fleet value per key), and throttles in the
-//!   HTTP and gRPC layers.
+//! - Not provided: a `PerKey` of fleet values (one fleet value per key).
 //!
 //! # Simulations and tests
 //!

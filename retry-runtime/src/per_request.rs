@@ -15,6 +15,7 @@ use crate::run::NoHook;
 use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::{AttemptTimeout, NoTimeout};
+use crate::throttle::AdaptiveThrottle;
 use crate::{CircuitBreaker, RetryBudget};
 use std::fmt;
 use std::time::Duration;
@@ -88,6 +89,63 @@ impl ForEachRequest<crate::CircuitBreaker> for &'static crate::fleet::FleetBreak
     }
 }
 
+/// What `.budget(..)` of the HTTP and gRPC front ends keeps: a budget for every request (or one
+/// per authority from a `PerKey`), or an [`AdaptiveThrottle`], which refuses first attempts
+/// too.
+#[derive(Clone, Copy, Debug)]
+pub struct BudgetChoice(Budgeted);
+
+#[derive(Clone, Copy, Debug)]
+enum Budgeted {
+    Budget(Chosen<RetryBudget>),
+    Throttle(&'static AdaptiveThrottle),
+}
+
+/// What `.budget(..)` of the HTTP and gRPC front ends accepts: whatever
+/// [`ForEachRequest<RetryBudget>`] does (a `&'static` budget, fleet budget or `PerKey` of
+/// budgets), or a `&'static AdaptiveThrottle`.
+pub trait BudgetForEachRequest {
+    /// How each request finds its budget or throttle.
+    fn budget_choice(self) -> BudgetChoice;
+}
+
+impl<X: ForEachRequest<RetryBudget>> BudgetForEachRequest for X {
+    fn budget_choice(self) -> BudgetChoice {
+        BudgetChoice(Budgeted::Budget(self.chosen()))
+    }
+}
+
+impl BudgetForEachRequest for &'static AdaptiveThrottle {
+    fn budget_choice(self) -> BudgetChoice {
+        BudgetChoice(Budgeted::Throttle(self))
+    }
+}
+
+impl BudgetChoice {
+    /// The budget, if it is one.
+    fn budget(self) -> Option<Chosen<RetryBudget>> {
+        match self.0 {
+            Budgeted::Budget(chosen) => Some(chosen),
+            Budgeted::Throttle(_) => None,
+        }
+    }
+
+    /// The throttle, if it is one.
+    fn throttle(self) -> Option<&'static AdaptiveThrottle> {
+        match self.0 {
+            Budgeted::Budget(_) => None,
+            Budgeted::Throttle(throttle) => Some(throttle),
+        }
+    }
+}
+
+/// The breaker, budget and throttle one request uses, held for its call.
+pub(crate) type Held = (
+    Option<Lease<'static, CircuitBreaker>>,
+    Option<Lease<'static, RetryBudget>>,
+    Option<&'static AdaptiveThrottle>,
+);
+
 impl<T> Chosen<T> {
     /// Whether each request's authority chooses the value (a `PerKey`).
     fn by_authority(&self) -> bool {
@@ -111,12 +169,11 @@ impl<T> Chosen<T> {
 /// is computed only when one of them is a `PerKey`, and hashed once for both.
 pub(crate) fn held(
     circuit: Option<Chosen<CircuitBreaker>>,
-    budget: Option<Chosen<RetryBudget>>,
+    choice: Option<BudgetChoice>,
     authority: impl FnOnce() -> Authority,
-) -> (
-    Option<Lease<'static, CircuitBreaker>>,
-    Option<Lease<'static, RetryBudget>>,
-) {
+) -> Held {
+    let throttle = choice.and_then(BudgetChoice::throttle);
+    let budget = choice.and_then(BudgetChoice::budget);
     let by_authority =
         circuit.is_some_and(|c| c.by_authority()) || budget.is_some_and(|b| b.by_authority());
     let text = by_authority.then(authority);
@@ -125,6 +182,7 @@ pub(crate) fn held(
     (
         circuit.map(|c| c.for_authority(hash, text)),
         budget.map(|b| b.for_authority(hash, text)),
+        throttle,
     )
 }
 
@@ -139,7 +197,7 @@ pub(crate) struct HttpSettings<H, T> {
     pub(crate) policy: PolicySource,
     pub(crate) retry: Retry<'static, ByTrait, H, Unprotected, T>,
     pub(crate) circuit: Option<Chosen<CircuitBreaker>>,
-    pub(crate) budget: Option<Chosen<RetryBudget>>,
+    pub(crate) budget: Option<BudgetChoice>,
     /// Add an `Idempotency-Key` to `POST` and `PATCH` requests without one.
     pub(crate) add_keys: bool,
 }
@@ -192,17 +250,11 @@ impl<H, T> HttpSettings<H, T> {
 
     /// One request's breaker and budget; `authority` is computed only for a `PerKey`.
     #[inline]
-    pub(crate) fn held_for(
-        &self,
-        authority: impl FnOnce() -> Authority,
-    ) -> (
-        Option<Lease<'static, CircuitBreaker>>,
-        Option<Lease<'static, RetryBudget>>,
-    ) {
+    pub(crate) fn held_for(&self, authority: impl FnOnce() -> Authority) -> Held {
         // Neither set: nothing to choose, and no call into the choosing (33 instructions a
         // request when it was made anyway, by callgrind).
         if self.circuit.is_none() && self.budget.is_none() {
-            return (None, None);
+            return (None, None, None);
         }
         held(self.circuit, self.budget, authority)
     }

@@ -63,12 +63,11 @@
 //!   fails with the source's error, and the server never receives a complete request.
 
 use crate::breaker::CircuitBreaker;
-use crate::budget::RetryBudget;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::per_request::{Authority, HttpSettings};
-pub use crate::per_request::{Chosen, ForEachRequest};
+pub use crate::per_request::{BudgetChoice, BudgetForEachRequest, Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
@@ -209,9 +208,11 @@ impl<H, T> RetryMiddleware<H, T> {
     }
 
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
-    /// keyed by each request's authority written `host:port`) and ask it before every retry.
-    pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
-        self.settings.budget = Some(budget.chosen());
+    /// keyed by each request's authority written `host:port`, or, with `redis`, a fleet budget)
+    /// and ask it before every retry. A `&'static AdaptiveThrottle` is taken too: it refuses
+    /// first attempts as well, failing the request as a refusing breaker does.
+    pub fn budget(mut self, budget: impl BudgetForEachRequest) -> Self {
+        self.settings.budget = Some(budget.budget_choice());
         self
     }
 
@@ -264,7 +265,7 @@ where
             .settings
             .policy_for(&req.method().clone(), req.headers_mut());
         // The breaker and budget of this request (its authority's, with a `PerKey`).
-        let (circuit, budget) = self.settings.held_for(|| authority_of(&req));
+        let (circuit, budget, throttle) = self.settings.held_for(|| authority_of(&req));
         // An async block, so that a breaker's refusal of the first attempt (`begin!` returns
         // it) ends the loop, not `handle`.
         // Each attempt sends a copy of a request that can go again; a streamed one is taken by
@@ -281,7 +282,7 @@ where
                 .retry
                 .clone()
                 .with_policy(&policy)
-                .with_protection(Shared::chosen(circuit, budget))
+                .with_protection(Shared::chosen(circuit, budget, throttle))
                 .classify(MiddlewareClassifier { repeatable });
             let timeout = &retry.timeout.slot();
             let sleep = clock::tokio_sleep;

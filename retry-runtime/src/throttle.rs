@@ -28,12 +28,11 @@ const COUNT_MAX: u64 = (1 << 20) - 1;
 /// want (`results/fleet/` reproduces the book's figure). A lower `K` throttles harder.
 ///
 /// Usable where a budget is: `#[retryable(budget = THROTTLE)]`,
-/// [`Retry::budget`](crate::Retry::budget), and (feature `tower`) `RetryLayer::budget`. Unlike a
-/// budget it refuses first attempts too: a refused first attempt fails as a refusing breaker's
-/// does, `E::from(CircuitOpen)` (so `E: From<CircuitOpen>`), and a refused retry stops the call
-/// with [`StopReason::BudgetExhausted`](crate::StopReason::BudgetExhausted). (The HTTP and gRPC
-/// layers and the reqwest middleware choose a budget per request, a `RetryBudget` or a
-/// `PerKey` of them; they do not take a throttle yet.)
+/// [`Retry::budget`](crate::Retry::budget), and the `.budget(..)` of every layer (`RetryLayer`,
+/// `HttpRetryLayer`, `GrpcRetryLayer`, `RetryMiddleware`). Unlike a budget it refuses first
+/// attempts too: a refused first attempt fails as a refusing breaker's does,
+/// `E::from(CircuitOpen)` (so `E: From<CircuitOpen>`), and a refused retry stops the call with
+/// [`StopReason::BudgetExhausted`](crate::StopReason::BudgetExhausted).
 ///
 /// The window is ten buckets of `window / 10` packed into atomic words, as the breaker's
 /// failure-ratio window: lock-free, allocation-free, `const`-constructible for a `static`. An

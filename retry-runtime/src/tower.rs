@@ -98,7 +98,7 @@ mod service_error;
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use crate::per_request::{Chosen, ForEachRequest};
+pub use crate::per_request::{BudgetChoice, BudgetForEachRequest, Chosen, ForEachRequest};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use http_retry::{

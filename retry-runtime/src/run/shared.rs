@@ -601,17 +601,57 @@ impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<Lease<'p, CircuitBr
     feature = "reqwest-middleware",
     all(feature = "tower", feature = "http")
 ))]
-impl<'p> Shared<Option<Lease<'p, CircuitBreaker>>, Option<Lease<'p, RetryBudget>>> {
-    /// Protection chosen per call: a breaker or none, a budget or none.
+impl<'p> Shared<Option<Lease<'p, CircuitBreaker>>, HeldBudget<'p>> {
+    /// Protection chosen per call: a breaker or none, a budget or a throttle or neither.
     pub(crate) fn chosen(
         circuit: Option<Lease<'p, CircuitBreaker>>,
         budget: Option<Lease<'p, RetryBudget>>,
+        throttle: Option<&'p AdaptiveThrottle>,
     ) -> Self {
         Shared {
             circuit,
-            budget,
+            budget: HeldBudget { budget, throttle },
             adaptive: NoAdaptive,
         }
+    }
+}
+
+/// The budget slot of a call whose budget or throttle the HTTP and gRPC front ends chose for
+/// its request: a budget, a throttle, or neither. Its first attempt may be refused (by a
+/// throttle), so the error type holds a `CircuitOpen`, as it must for their breakers anyway.
+#[cfg(any(
+    feature = "reqwest-middleware",
+    all(feature = "tower", feature = "http")
+))]
+#[derive(Clone, Copy, Debug)]
+pub struct HeldBudget<'p> {
+    budget: Option<Lease<'p, RetryBudget>>,
+    throttle: Option<&'p AdaptiveThrottle>,
+}
+
+#[cfg(any(
+    feature = "reqwest-middleware",
+    all(feature = "tower", feature = "http")
+))]
+impl<'p> BudgetSlot<'p> for HeldBudget<'p> {
+    #[inline(always)]
+    fn budget(&self) -> Option<Lease<'p, RetryBudget>> {
+        self.budget
+    }
+    #[inline(always)]
+    fn throttle(&self) -> Option<&'p AdaptiveThrottle> {
+        self.throttle
+    }
+}
+
+#[cfg(any(
+    feature = "reqwest-middleware",
+    all(feature = "tower", feature = "http")
+))]
+impl<E: From<CircuitOpen>> ThrottleSlot<E> for HeldBudget<'_> {
+    #[inline(always)]
+    fn refused() -> Option<Conversion<CircuitOpen, E>> {
+        Some(E::from)
     }
 }
 

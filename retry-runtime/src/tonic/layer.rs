@@ -2,7 +2,7 @@
 
 use super::rules::{Method, Plan, Rule, Rules};
 use super::service_config::{self, ServiceConfigError};
-use crate::per_request::{Authority, Chosen, ForEachRequest};
+use crate::per_request::{Authority, BudgetChoice, BudgetForEachRequest, Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::{NoHook, Retry};
@@ -66,7 +66,7 @@ pub struct GrpcRetryLayer<H = NoHook> {
     /// The hook and the name of every call; its policy is a placeholder until the call.
     pub(crate) retry: Retry<'static, crate::run::ByTrait, H>,
     pub(crate) circuit: Option<Chosen<CircuitBreaker>>,
-    pub(crate) budget: Option<Chosen<RetryBudget>>,
+    pub(crate) budget: Option<BudgetChoice>,
     /// The service config's `retryThrottling`, unless `.budget(..)` replaced it.
     pub(crate) throttling: Option<Arc<RetryBudget>>,
     pub(crate) buffer_limit: usize,
@@ -268,7 +268,9 @@ impl<H> GrpcRetryLayer<H> {
 
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static
     /// PerKey<RetryBudget>` keyed by authority, as for [`circuit`](Self::circuit)) and ask it
-    /// before every retry and hedge, in place of the service config's `retryThrottling`.
+    /// before every retry and hedge, in place of the service config's `retryThrottling`. A
+    /// fleet budget (feature `redis`) or a `&'static AdaptiveThrottle` (which refuses first
+    /// attempts too) is taken as well.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -281,8 +283,8 @@ impl<H> GrpcRetryLayer<H> {
     /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).budget(&RETRIES);
     /// assert!(layer.retry_throttling().is_none());
     /// ```
-    pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
-        self.budget = Some(budget.chosen());
+    pub fn budget(mut self, budget: impl BudgetForEachRequest) -> Self {
+        self.budget = Some(budget.budget_choice());
         self.throttling = None;
         self
     }

@@ -137,7 +137,7 @@ where
             },
         };
         let deadline = earliest(timeout, method.timeout);
-        let (circuit, budget) = held(layer.circuit, layer.budget, || {
+        let (circuit, budget, throttle) = held(layer.circuit, layer.budget, || {
             match (parts.uri.host(), &layer.origin) {
                 (None, Some(origin)) => Authority::text(origin),
                 _ => Authority::of_uri(&parts.uri),
@@ -145,9 +145,9 @@ where
         });
         // The service config's `retryThrottling`, unless `.budget(..)` replaced it: the call
         // keeps the layer's budget alive, and leases it for the call.
-        let throttling = match budget {
-            Some(_) => None,
-            None => layer.throttling.clone(),
+        let throttling = match (budget, throttle) {
+            (None, None) => layer.throttling.clone(),
+            _ => None,
         };
         let (policy, rule, hedge, recv_timeout) = match &method.plan {
             // No code is retryable for a method without a policy: A6 charges the throttling
@@ -181,7 +181,7 @@ where
         let body = ReplayBody::new(body, layer.buffer_limit);
         Box::pin(async move {
             let budget = budget.or_else(|| throttling.as_deref().map(Lease::of));
-            let protection = Shared::chosen(circuit, budget);
+            let protection = Shared::chosen(circuit, budget, throttle);
             let retry = retry
                 .with_policy(&policy)
                 .with_protection(protection)

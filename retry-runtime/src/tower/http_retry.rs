@@ -9,13 +9,13 @@ use super::replay::{BodyNotReplayable, BoxError, ReplayBody};
 use crate::chain::{self, Sending};
 use crate::class::{Classify, ErrorClass};
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_request::{Authority, ForEachRequest, HttpSettings};
+use crate::per_request::{Authority, BudgetForEachRequest, ForEachRequest, HttpSettings};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
 use crate::run::{AttemptTimeout, NoTimeout, TimeoutSlot};
 use crate::run::{Hook, NoHook};
-use crate::{CircuitBreaker, RetryBudget, observe};
+use crate::{CircuitBreaker, observe};
 
 use ::http::{Request, Response, StatusCode};
 use http_body::Body;
@@ -288,9 +288,11 @@ impl<H, T> HttpRetryLayer<H, T> {
     }
 
     /// Charge failures to `budget` (a `&'static RetryBudget`, or a `&'static PerKey<RetryBudget>`
-    /// keyed by each request's authority written `host:port`) and ask it before every retry.
-    pub fn budget(mut self, budget: impl ForEachRequest<RetryBudget>) -> Self {
-        self.settings.budget = Some(budget.chosen());
+    /// keyed by each request's authority written `host:port`, or, with `redis`, a fleet budget)
+    /// and ask it before every retry. A `&'static AdaptiveThrottle` is taken too: it refuses
+    /// first attempts as well, failing the request as a refusing breaker does.
+    pub fn budget(mut self, budget: impl BudgetForEachRequest) -> Self {
+        self.settings.budget = Some(budget.budget_choice());
         self
     }
 

@@ -10,6 +10,7 @@
 //! so nothing in the future borrows from it.
 
 use super::{BodyTooLong, HttpFailure, HttpRetryLayer, LayerClassifier, authority_of};
+use crate::AdaptiveThrottle;
 use crate::clock::{self, Sleep};
 use crate::error::TimedOut;
 use crate::observe::{self, Observed};
@@ -114,6 +115,7 @@ pin_project! {
             policy: RetryPolicy,
             circuit: Option<Lease<'static, CircuitBreaker>>,
             budget: Option<Lease<'static, RetryBudget>>,
+            throttle: Option<&'static AdaptiveThrottle>,
         },
         /// An attempt under way, with its timer (boxed, made only under `.attempt_timeout(..)`).
         Attempt {
@@ -167,12 +169,13 @@ where
         let settings = &layer.settings;
         let (mut parts, body) = request.into_parts();
         let policy = settings.policy_for(&parts.method, &mut parts.headers);
-        let (circuit, budget) = settings.held_for(|| authority_of(&parts));
+        let (circuit, budget, throttle) = settings.held_for(|| authority_of(&parts));
         HttpRetryFuture {
             state: State::Start {
                 policy,
                 circuit,
                 budget,
+                throttle,
             },
             call: None,
             hook: observe::observed(settings.retry.hook.clone(), settings.retry.name()),
@@ -206,11 +209,12 @@ where
                     policy,
                     circuit,
                     budget,
+                    throttle,
                 } = this.state.as_mut().project()
                 else {
                     panic!("`HttpRetryFuture` polled after completion");
                 };
-                let protection = Shared::chosen(*circuit, *budget);
+                let protection = Shared::chosen(*circuit, *budget, *throttle);
                 let wants_clock = Hook::<HttpFailure<RB>>::wants_clock(&*this.hook);
                 let call =
                     Equip::<HttpFailure<RB>>::equip(&protection, Call::new(*policy, wants_clock));
