@@ -204,7 +204,7 @@ impl FleetBuilder {
         let task = tokio::spawn(async move {
             let node = Node::global();
             while !stopped.load(Ordering::Relaxed) {
-                let interval = node.interval().unwrap_or(budget::SYNC_EVERY);
+                let interval = node.interval().unwrap_or(node::SYNC_EVERY);
                 let _ = node.exchange(&store).await;
                 tokio::time::sleep(interval).await;
             }

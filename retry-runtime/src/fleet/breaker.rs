@@ -1,7 +1,6 @@
 //! [`FleetBreaker`]: one breaker state for every process that names it.
 
-use super::budget::SYNC_EVERY;
-use super::node::{Member, Node};
+use super::node::{Joinable, Member, Node, SYNC_EVERY};
 use super::store::{BreakerRules, Pull, Push, Report, millis};
 use crate::breaker::{CircuitBreaker, CircuitState};
 use crate::clock;
@@ -119,7 +118,7 @@ impl FleetBreaker {
 
     #[cold]
     fn join_global(&self) -> &BreakerMember {
-        Node::global().join_breaker(self);
+        Node::global().join(self);
         self.joined.get().expect("joined just now")
     }
 
@@ -253,7 +252,21 @@ impl BreakerMember {
     }
 }
 
+impl Joinable for FleetBreaker {
+    fn join_node(&self, node: &Node) -> bool {
+        self.bind(node.member(self.name, || self.new_member()))
+    }
+}
+
 impl Member for BreakerMember {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + std::marker::Sync> {
+        self
+    }
+
     fn sync_every(&self) -> Duration {
         self.sync_every
     }

@@ -1,6 +1,6 @@
 //! [`FleetBudget`]: the [`RetryBudget`] rule with one bucket for every process that names it.
 
-use super::node::{Member, Node};
+use super::node::{Joinable, Member, Node, SYNC_EVERY};
 use super::store::{Pull, Push};
 use crate::budget::RetryBudget;
 use crate::run::AsBudget;
@@ -9,9 +9,6 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-/// How often a fleet value is exchanged unless [`sync_every`](FleetBudget::sync_every) says.
-pub(crate) const SYNC_EVERY: Duration = Duration::from_millis(50);
 
 /// A [`RetryBudget`] whose bucket is shared by every process that names it: gRPC's retry
 /// throttling rule (tokens start at `max_tokens`, a retryable failure takes 1, a success puts
@@ -108,7 +105,7 @@ impl FleetBudget {
     #[cold]
     #[inline(never)]
     fn join_global(&self) -> &BudgetMember {
-        Node::global().join_budget(self);
+        Node::global().join(self);
         self.joined.get().expect("joined just now")
     }
 
@@ -200,7 +197,21 @@ pub(crate) struct BudgetMember {
     fallback: AtomicBool,
 }
 
+impl Joinable for FleetBudget {
+    fn join_node(&self, node: &Node) -> bool {
+        self.bind(node.member(self.name, || self.new_member()))
+    }
+}
+
 impl Member for BudgetMember {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + std::marker::Sync> {
+        self
+    }
+
     fn sync_every(&self) -> Duration {
         self.sync_every
     }

@@ -1,16 +1,23 @@
 //! [`Node`]: one process's side of the fleet: the fleet values it uses, and the exchange that
 //! pushes what its calls did and pulls the fleet's state, in one round trip for all of them.
 
-use super::breaker::{BreakerMember, FleetBreaker};
-use super::budget::{BudgetMember, FleetBudget};
 use super::store::{Pull, Push, Store, StoreError};
+use std::any::{Any, TypeId};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+/// How often a fleet value is exchanged unless [`sync_every`](FleetBudget::sync_every) says.
+pub(crate) const SYNC_EVERY: Duration = Duration::from_millis(50);
+
 /// A fleet value in a node: what it pushes, what it does with the fleet's answer, and what it
 /// does when there is none.
-pub(crate) trait Member: Send + Sync {
+pub(crate) trait Member: Any + Send + Sync {
+    /// The name the fleet knows it by: two values of one kind with one name in a node share a
+    /// member.
+    fn name(&self) -> &'static str;
+    /// Itself, to be given back as its own type ([`Node::join`]).
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
     /// How often it wants to be exchanged.
     fn sync_every(&self) -> Duration;
     /// Read the local state for this exchange.
@@ -23,7 +30,7 @@ pub(crate) trait Member: Send + Sync {
     fn is_fallback(&self) -> bool;
 }
 
-/// One process's side of the fleet: every [`FleetBudget`] and [`FleetBreaker`] it has used,
+/// One process's side of the fleet: every [`FleetBudget`](super::FleetBudget) and [`FleetBreaker`](super::FleetBreaker) it has used,
 /// exchanged together with a [`Store`], one round trip for all of them.
 ///
 /// A process has one, [`Node::global`], which fleet values join on their first use and which
@@ -56,8 +63,8 @@ pub(crate) trait Member: Send + Sync {
 /// # }
 /// ```
 pub struct Node {
-    budgets: Mutex<Vec<Arc<BudgetMember>>>,
-    breakers: Mutex<Vec<Arc<BreakerMember>>>,
+    /// Every fleet value that joined, budgets and breakers alike, in the order they joined.
+    members: Mutex<Vec<Arc<dyn Member>>>,
     exchanging: AtomicBool,
     exchanged: AtomicU64,
     failed: AtomicU64,
@@ -81,8 +88,7 @@ impl Node {
     /// A node with no fleet values yet.
     pub const fn new() -> Self {
         Node {
-            budgets: Mutex::new(Vec::new()),
-            breakers: Mutex::new(Vec::new()),
+            members: Mutex::new(Vec::new()),
             exchanging: AtomicBool::new(false),
             exchanged: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -104,38 +110,26 @@ impl Node {
         value.join_node(self)
     }
 
-    pub(super) fn join_budget(&self, budget: &FleetBudget) -> bool {
-        let mut list = lock(&self.budgets);
-        let member = match list.iter().find(|m| m.name == budget.name()) {
-            Some(m) => Arc::clone(m),
-            None => {
-                let m = Arc::new(budget.new_member());
-                list.push(Arc::clone(&m));
-                m
+    /// The member of this node of type `M` named `name`: the one there is, or `make()`'s,
+    /// joined now. What a fleet value's [`Joinable`] impl asks, so that the node knows members
+    /// only as [`Member`]s.
+    pub(super) fn member<M: Member>(&self, name: &'static str, make: impl FnOnce() -> M) -> Arc<M> {
+        let mut list = lock(&self.members);
+        let found = list
+            .iter()
+            .find(|m| m.name() == name && (***m).type_id() == TypeId::of::<M>());
+        if let Some(member) = found {
+            if let Ok(member) = Arc::clone(member).into_any().downcast::<M>() {
+                return member;
             }
-        };
-        budget.bind(member)
-    }
-
-    pub(super) fn join_breaker(&self, breaker: &FleetBreaker) -> bool {
-        let mut list = lock(&self.breakers);
-        let member = match list.iter().find(|m| m.name == breaker.name()) {
-            Some(m) => Arc::clone(m),
-            None => {
-                let m = Arc::new(breaker.new_member());
-                list.push(Arc::clone(&m));
-                m
-            }
-        };
-        breaker.bind(member)
+        }
+        let member = Arc::new(make());
+        list.push(Arc::clone(&member) as Arc<dyn Member>);
+        member
     }
 
     fn members(&self) -> Vec<Arc<dyn Member>> {
-        let budgets = lock(&self.budgets);
-        let breakers = lock(&self.breakers);
-        let budgets = budgets.iter().map(|m| Arc::clone(m) as Arc<dyn Member>);
-        let breakers = breakers.iter().map(|m| Arc::clone(m) as Arc<dyn Member>);
-        budgets.chain(breakers).collect()
+        lock(&self.members).clone()
     }
 
     /// The interval the background exchange keeps: the shortest `sync_every` of the members
@@ -217,7 +211,7 @@ impl Node {
         }
     }
 
-    /// Whether any member decides by its local rule alone (see [`FleetBudget::is_fallback`]).
+    /// Whether any member decides by its local rule alone (see [`FleetBudget::is_fallback`](super::FleetBudget::is_fallback)).
     pub fn is_fallback(&self) -> bool {
         self.members().iter().any(|m| m.is_fallback())
     }
@@ -226,8 +220,7 @@ impl Node {
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node")
-            .field("budgets", &lock(&self.budgets).len())
-            .field("breakers", &lock(&self.breakers).len())
+            .field("members", &lock(&self.members).len())
             .field("stats", &self.stats())
             .finish()
     }
@@ -247,22 +240,11 @@ pub struct NodeStats {
     pub fallbacks: u64,
 }
 
-/// A fleet value that can join a [`Node`]: [`FleetBudget`] and [`FleetBreaker`].
+/// A fleet value that can join a [`Node`]: [`FleetBudget`](super::FleetBudget) and
+/// [`FleetBreaker`](super::FleetBreaker).
 pub trait Joinable {
     /// Join `node`, if not joined to one yet; whether it joined.
     fn join_node(&self, node: &Node) -> bool;
-}
-
-impl Joinable for FleetBudget {
-    fn join_node(&self, node: &Node) -> bool {
-        node.join_budget(self)
-    }
-}
-
-impl Joinable for FleetBreaker {
-    fn join_node(&self, node: &Node) -> bool {
-        node.join_breaker(self)
-    }
 }
 
 /// The first failed exchange of an episode: logged once, counted once.
