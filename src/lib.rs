@@ -13,6 +13,7 @@ pub use retry_runtime::adaptive;
 #[cfg(feature = "apalis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "apalis")))]
 pub use retry_runtime::apalis;
+pub use retry_runtime::builder;
 pub use retry_runtime::class;
 #[cfg(feature = "faults")]
 #[cfg_attr(docsrs, doc(cfg(feature = "faults")))]
@@ -35,7 +36,7 @@ pub use retry_runtime::reqwest;
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub use retry_runtime::reqwest_middleware;
 pub use retry_runtime::run;
-pub use retry_runtime::run::{AsBreaker, AsBudget};
+pub use retry_runtime::run::plumbing::{AsBreaker, AsBudget};
 pub use retry_runtime::throttle;
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]

@@ -101,8 +101,11 @@ fn public_names_have_the_promised_traits_and_const_constructors() {
 
 // A configured builder kept in a struct field, its type written with `retry_kit`'s names only
 // (issue: the types in `Retry`'s signature could not be named without `retry_runtime`).
-type Protection = retry_kit::run::WithBudget<
-    retry_kit::run::WithCircuit<retry_kit::run::Unprotected, &'static CircuitBreaker>,
+type Protection = retry_kit::run::plumbing::WithBudget<
+    retry_kit::run::plumbing::WithCircuit<
+        retry_kit::run::plumbing::Unprotected,
+        &'static CircuitBreaker,
+    >,
     &'static RetryBudget,
 >;
 

@@ -201,7 +201,7 @@ impl CallCtx {
         self.attempt.set(self.attempt.get().wrapping_add(1));
     }
 
-    /// The context of one hedged attempt of this call (see [`Hedge`](crate::run::Hedge)): its own
+    /// The context of one hedged attempt of this call (see [`Hedge`](crate::builder::Hedge)): its own
     /// number (the call's attempt count now), this call's key as far as it is known, and its
     /// deadline. The key is not drawn here: an attempt that runs alone draws it if its body
     /// asks; attempts that run side by side are given one first ([`share_key`](Self::share_key)).
@@ -217,7 +217,7 @@ impl CallCtx {
     }
 
     /// The context of a hedged call's attempt that ran alone on this, the call's own context,
-    /// until another started beside it (see [`Hedging`](crate::run::Hedging)): its number, the
+    /// until another started beside it (see [`Hedging`](crate::run::plumbing::Hedging)): its number, the
     /// key as far as it is known, the deadline, and the counts of the calls made inside it so
     /// far (moved, not copied: its later nested calls go on from its earlier ones' ordinals, and
     /// this context's next attempt starts afresh, as any attempt does).

@@ -17,7 +17,8 @@
 //! | [`fresh`] | a fresh copy of each `mut` argument for every attempt |
 //! | [`policy`] | [`RetryPolicy`], backoff shapes and [`Jitter`]: pure functions of attempt and draw |
 //! | [`policy_cell`] | [`PolicyCell`]: a policy replaced at run time, read without a lock |
-//! | [`run`] | the retry engine and the non-macro form, [`Retry`] |
+//! | [`run`] | the retry engine every front end drives: a call, its decisions, the loops |
+//! | [`builder`] | the builder over closures, [`Retry`], and [`RetryPolicy::call`] |
 //! | [`adaptive`] | [`AdaptivePolicy`]: attempts and delays adjusted from recent failure rate and latency |
 //! | [`observe`] | `tracing` events per failed attempt (feature `tracing`) |
 //! | `meter` | (feature `metrics`) attempts, delays, stops and breaker states through `metrics` |
@@ -48,6 +49,7 @@ pub mod adaptive;
 pub mod apalis;
 pub mod breaker;
 pub mod budget;
+pub mod builder;
 mod chain;
 pub mod class;
 pub mod clock;
@@ -106,6 +108,7 @@ pub use retry_macros::{Classify, retryable};
 pub use adaptive::AdaptivePolicy;
 pub use breaker::{BreakerSettings, CircuitBreaker, CircuitPermit, CircuitState, FailureRatio};
 pub use budget::{BudgetSettings, RetryBudget};
+pub use builder::{HedgeNotIdempotent, Retry};
 pub use chain::{chain_retry_after, classify_chain};
 pub use class::{Classify, ErrorClass};
 pub use context::{Attempt, IdempotencyKey, current_attempt};
@@ -116,8 +119,9 @@ pub use io::io_kind_class;
 pub use per_key::PerKey;
 pub use policy::{Backoff, Jitter, Nested, PolicySettings, RetryPolicy};
 pub use policy_cell::PolicyCell;
-pub use run::{AsBreaker, AsBudget};
-pub use run::{Failure, HedgeNotIdempotent, Next, Rejected, Retry, StopReason};
+pub use run::expand::Rejected;
+pub use run::plumbing::{AsBreaker, AsBudget};
+pub use run::{Failure, Next, StopReason};
 pub use throttle::AdaptiveThrottle;
 
 /// Glue for the diagnostics of `#[retryable]`: the autoref probes that find out whether an

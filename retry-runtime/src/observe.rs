@@ -30,12 +30,13 @@
 #[cfg(any(feature = "tracing", feature = "metrics"))]
 use crate::run::Failure;
 #[cfg(any(feature = "tracing", feature = "metrics"))]
-use crate::run::FmtFn;
-#[cfg(any(feature = "tracing", feature = "metrics"))]
 use crate::run::Hook;
 #[cfg(feature = "tracing")]
 use crate::run::Next;
-use crate::run::{Displayed, Outcome};
+use crate::run::Outcome;
+use crate::run::plumbing::Displayed;
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+use crate::run::plumbing::FmtFn;
 use std::fmt;
 use std::marker::PhantomData;
 #[cfg(feature = "tracing")]

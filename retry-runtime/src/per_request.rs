@@ -7,12 +7,12 @@ mod authority;
 
 pub(crate) use authority::Authority;
 
+use crate::builder::Retry;
 use crate::per_key::{AsPerKey, Lease, PerKey, Template, key_hash};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::PolicySource;
 use crate::run::ByTrait;
 use crate::run::NoHook;
-use crate::run::Retry;
 use crate::run::protection::Unprotected;
 use crate::run::{AttemptTimeout, NoTimeout};
 use crate::throttle::AdaptiveThrottle;

@@ -2,7 +2,7 @@
 //! configuration reload), read without a lock by every call that uses it.
 
 use crate::policy::{Backoff, Jitter, Nested, RetryPolicy};
-use crate::run::AsPolicy;
+use crate::run::plumbing::AsPolicy;
 use crate::seqlock::Seqlock;
 use crate::sync::const_unless_loom;
 use std::fmt;

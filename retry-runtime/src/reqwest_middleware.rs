@@ -63,6 +63,7 @@
 //!   fails with the source's error, and the server never receives a complete request.
 
 use crate::breaker::CircuitBreaker;
+use crate::builder::begin;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
@@ -71,9 +72,9 @@ pub use crate::per_request::{BudgetChoice, BudgetForEachRequest, Chosen, ForEach
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
-use crate::run::retry::begin;
+use crate::run::plumbing::TimeoutSlot;
 use crate::run::shared::Shared;
-use crate::run::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{Hook, NoHook};
 use ::http::Extensions;
 use ::reqwest::{Request, Response};

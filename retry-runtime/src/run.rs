@@ -1,5 +1,5 @@
 //! The engine under every front end, public so that what `#[retryable]` generates is code a
-//! user could write: the attribute, [`Retry`] (and [`RetryPolicy::call`](crate::RetryPolicy::call)),
+//! user could write: the attribute, [`Retry`](crate::Retry) (and [`RetryPolicy::call`](crate::RetryPolicy::call)),
 //! the tower layers and the reqwest middleware all build a [`Call`], equip it with their
 //! protection through [`Equip`], and run one of the crate's three loops over it,
 //! [`retry_sync!`], [`retry_async!`] or [`retry_hedged!`].
@@ -12,9 +12,13 @@
 //! | [`Hook`] | what receives each [`Failure`] record: [`NoHook`], a function, [`observed`](crate::observe::observed) for `tracing` and `metrics` |
 //! | [`Outcome`] | the `Result` an attempt returns |
 //! | [`Shared`], [`Equip`] | the breaker, budget and adaptive policy a front end fits to each call, one way for all |
-//! | [`TimeoutSlot`] | an attempt's timeout by type: [`NoTimeout`], [`AttemptTimeout`], a limit with its own conversion |
+//! | [`NoTimeout`], [`AttemptTimeout`] | an attempt's timeout by type (or a limit with its own conversion, see [`TimeoutSlot`](plumbing::TimeoutSlot)) |
 //! | [`retry_sync!`], [`retry_async!`], [`retry_hedged!`] | the loops, written once: each attempt is an expression made afresh inside the loop |
-//! | [`Retry`], [`Hedge`], [`RetryIf`], [`AlreadyDone`] | the builder over closures |
+//! | [`plumbing`] | the types that appear in the engine's signatures (slots, holds, the hedged attempts in flight): named in bounds and struct fields, rarely written |
+//! | [`expand`] | what only `#[retryable]`'s expansion calls: the checks its diagnostics need and the glue of `retry_if` and `already_done` |
+//!
+//! The builder over closures, [`Retry`](crate::Retry) and the shapes its methods give it, is a
+//! front end like the layers: [`builder`](crate::builder).
 //!
 //! What `#[retryable(attempts = 3)]` makes of a sync function, written by hand (the attribute
 //! also passes the hook the error's `Display`, and names the policy by a zero-sized type so
@@ -60,54 +64,71 @@
 //! poll of it through [`Call::in_attempt`] (where `current_attempt()` sees it), and asks
 //! [`Call::settle`] and [`Call::after`] as the loops do.
 
-mod already_done;
 mod call;
 pub(crate) mod call_policy;
-mod classifier;
-pub(crate) mod hedge;
-mod hedging;
-mod hook;
-mod outcome;
-mod policy_call;
+pub(crate) mod classifier;
+pub(crate) mod hedging;
+pub(crate) mod hook;
+pub(crate) mod outcome;
 pub(crate) mod protection;
-pub(crate) mod retry;
-mod retry_if;
+pub(crate) mod retry_if;
 mod retry_loop;
 pub(crate) mod shared;
 pub(crate) mod timeout;
 
-pub use crate::stop::{Failure, Next, StopReason, Verdict};
-pub use already_done::{AlreadyDone, HedgeAlreadyDone};
-pub use call::{Call, Ended, InAttempt, Then};
-pub use call_policy::{AsPolicy, CallPolicy, expect_policy, policy_of};
-pub use classifier::{
-    Borrowed, ByTrait, Classifier, WithRetryAfter, class_of, resolve_already_done,
-};
-pub use hedge::{Hedge, HedgeNotIdempotent};
-pub use hedging::{Event, Hedging, NextEvent};
-pub use hook::{Displayed, FmtFn, Hook, NoHook};
-pub use outcome::{Conversion, ErrorOf, Outcome};
-pub use protection::{
-    Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected, Window,
-};
-pub use retry::{BreakerWith, Retry};
-pub use retry_if::{IfRejected, Rejected, RejectedOf, RetryIf, accept_rejected, reject_if};
-#[cfg(feature = "tower")]
-pub use shared::StaticBudget;
-pub use shared::{
-    AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot, Equip,
-    HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Shared, Static,
-    ThrottleSlot, WithAdaptive, WithBudget, WithCircuit, circuit_open, refusal_of,
-};
-pub use timeout::{
-    AttemptTimeout, HoldsTimedOut, MaybeTimer, NoTimeout, Timed, TimeoutSlot, Untimed, timed_out,
-};
-
-// What the loops and the code `#[retryable]` generates use from beside the engine: the
-// default sleep and the operation's name for nested keys. (The front ends' reporting, which
-// observes the engine, is `crate::observe`.)
+// What a loop written by hand and the builders need.
+pub use crate::stop::{Failure, Next, StopReason};
+pub use call::Call;
+pub use call_policy::CallPolicy;
+pub use classifier::{ByTrait, Classifier, WithRetryAfter};
+pub use hook::{Hook, NoHook};
+pub use outcome::Outcome;
+pub use shared::{Equip, Shared};
+pub use timeout::{AttemptTimeout, NoTimeout};
+// The loops and what they use from beside the engine: the default sleep and the operation's
+// name for nested keys. (The front ends' reporting, which observes the engine, is
+// `crate::observe`.)
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use crate::clock::tokio_sleep;
 pub use crate::context::operation_id;
 pub use crate::{retry_async, retry_hedged, retry_sync};
+
+/// Type plumbing: what appears in the engine's signatures and the builders' types (the slots a
+/// protection or a timeout is chosen by, what an attempt holds, the hedged attempts in flight,
+/// the steps of a hand-written future) and is named in bounds and struct fields rather than
+/// written in a loop. The loops and the layers use these; a loop written by hand rarely does.
+pub mod plumbing {
+    pub use super::call::{Ended, InAttempt, Then};
+    pub use super::call_policy::AsPolicy;
+    pub use super::classifier::Borrowed;
+    pub use super::hedging::{Event, Hedging, NextEvent};
+    pub use super::hook::{Displayed, FmtFn};
+    pub use super::outcome::{Conversion, ErrorOf};
+    pub use super::protection::{
+        Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected,
+        Window,
+    };
+    #[cfg(feature = "tower")]
+    pub use super::shared::StaticBudget;
+    pub use super::shared::{
+        AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot,
+        HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Static,
+        ThrottleSlot, WithAdaptive, WithBudget, WithCircuit,
+    };
+    pub use super::timeout::{HoldsTimedOut, MaybeTimer, Timed, TimeoutSlot, Untimed};
+    pub use crate::stop::Verdict;
+}
+
+/// What only `#[retryable]`'s expansion calls: the probes and checks its diagnostics need
+/// (a policy that is not one, a breaker that cannot convert its refusal) and the glue of
+/// `retry_if` and `already_done`. Public, so that the expansion is code a user could write;
+/// a loop written by hand has the builder's methods for the same things.
+pub mod expand {
+    pub use super::call_policy::{expect_policy, policy_of};
+    pub use super::classifier::{class_of, resolve_already_done};
+    pub use super::outcome::ErrorOf;
+    pub use super::retry_if::{IfRejected, Rejected, RejectedOf, accept_rejected, reject_if};
+    pub use super::shared::{circuit_open, refusal_of};
+    pub use super::timeout::timed_out;
+}

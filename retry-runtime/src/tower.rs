@@ -114,15 +114,16 @@ pub(crate) use http_retry::chain_class;
 
 pub use service_error::{ProtectionOf, TimeoutOf};
 
+use crate::builder::Retry;
+use crate::builder::begin;
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
-use crate::run::Retry;
+use crate::run::plumbing::{HoldsCircuitOpen, HoldsTimedOut};
 use crate::run::protection::Unprotected;
-use crate::run::retry::begin;
 use crate::run::shared::{CallState, IntoShared, Static, StaticBudget, WithBudget, WithCircuit};
-use crate::run::{AttemptTimeout, HoldsCircuitOpen, HoldsTimedOut, NoTimeout};
+use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{ByTrait, Classifier};
 use crate::run::{Hook, NoHook};
 use crate::{CircuitBreaker, observe};

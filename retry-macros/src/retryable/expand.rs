@@ -98,9 +98,9 @@ fn expand(
     let hook_expr = match args.path("on_failure") {
         Some(path) if !had_impl_trait => {
             let record = if args.get("retry_if").is_some() {
-                quote!(#krate::run::RejectedOf<#ret>)
+                quote!(#krate::run::expand::RejectedOf<#ret>)
             } else {
-                quote!(#krate::run::ErrorOf<#ret>)
+                quote!(#krate::run::expand::ErrorOf<#ret>)
             };
             // At the value, so that a mismatch points there.
             let f = Ident::new("__rk_failure", Span::mixed_site().located_at(path.span()));
@@ -159,12 +159,12 @@ fn expand(
     // With `retry_if`, each attempt's outcome passes the predicate before the engine sees it.
     let flagged = |attempt: TokenStream| -> TokenStream {
         match args.path("retry_if") {
-            Some(flag) => quote!(#krate::run::reject_if(#attempt, #flag)),
+            Some(flag) => quote!(#krate::run::expand::reject_if(#attempt, #flag)),
             None => attempt,
         }
     };
     let classify = match args.path("retry_if") {
-        Some(_) => quote!(#krate::run::IfRejected(#classify)),
+        Some(_) => quote!(#krate::run::expand::IfRejected(#classify)),
         None => classify,
     };
 
@@ -221,14 +221,14 @@ fn expand(
         // With `retry_if`, the loop runs on `Rejected` outcomes: back to the function's.
         let (run, classified) = match args.path("retry_if") {
             Some(_) => (
-                quote!(#krate::run::accept_rejected(#run)),
+                quote!(#krate::run::expand::accept_rejected(#run)),
                 quote!(&#classifier.0),
             ),
             None => (run, quote!(&#classifier)),
         };
         let run = match args.path("already_done") {
             Some(resolve) => {
-                quote!(#krate::run::resolve_already_done(#run, #classified, #resolve))
+                quote!(#krate::run::expand::resolve_already_done(#run, #classified, #resolve))
             }
             None => run,
         };
@@ -311,7 +311,7 @@ fn hedged(parts: HedgeParts<'_>) -> TokenStream {
         None => quote!(&#krate::run::NoTimeout),
     };
     let then = match retry_if {
-        Some(flag) => quote!(|#out| #krate::run::reject_if(#out, #flag)),
+        Some(flag) => quote!(|#out| #krate::run::expand::reject_if(#out, #flag)),
         None => quote!(|#out| #out),
     };
     quote!(#krate::run::retry_hedged!(
@@ -363,7 +363,7 @@ fn classifier_expr(args: &Args, krate: &Path, ret: &Type, had_impl_trait: bool) 
         }
         let e = Ident::new("__rk_error", Span::mixed_site().located_at(class.span()));
         quote_spanned!(class.span()=>
-            |#e: &#krate::run::ErrorOf<#ret>| -> #krate::ErrorClass { #class(#e) }
+            |#e: &#krate::run::expand::ErrorOf<#ret>| -> #krate::ErrorClass { #class(#e) }
         )
     });
     match (class, retry_after) {
@@ -372,7 +372,7 @@ fn classifier_expr(args: &Args, krate: &Path, ret: &Type, had_impl_trait: bool) 
         (class, Some(retry_after)) => {
             let class = match class {
                 Some(path) => quote!(#path),
-                None => quote!(#krate::run::class_of),
+                None => quote!(#krate::run::expand::class_of),
             };
             quote!(#krate::run::WithRetryAfter(#class, #retry_after))
         }

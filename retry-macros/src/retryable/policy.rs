@@ -37,7 +37,7 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
         // A value that is not a policy is reported once, by `expect_policy` at the value; the
         // probe then takes the call's snapshot of the policy (a reference to it, or a copy out
         // of a `PolicyCell`, kept for the whole call) without a second error.
-        let expect = quote_spanned!(span=> #krate::run::expect_policy);
+        let expect = quote_spanned!(span=> #krate::run::expand::expect_policy);
         let source = Ident::new("__rk_source", Span::mixed_site());
         let snapshot = quote! {{
             #[allow(unused_imports)]

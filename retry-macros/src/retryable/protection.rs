@@ -55,7 +55,7 @@ impl Protection {
         // `.adaptive(..)`, `.circuit(..)` and `.budget(..)` on a `Shared` protection.
         let mut shared = TokenStream::new();
         // What admitting the first attempt needs: the breaker, and of the budget only its
-        // type (`run::refusal_of`), so that the budget is not read a second time.
+        // type (`run::expand::refusal_of`), so that the budget is not read a second time.
         let mut admit_shared = TokenStream::new();
         let mut admit = TokenStream::new();
         if let Some(path) = args.path("adaptive") {
@@ -130,8 +130,7 @@ impl Protection {
                 // the `circuit` key.
                 Some(s) if name == "circuit" => {
                     let at_key = respan(quote!(#ret), s.key.span());
-                    let conversion =
-                        quote_spanned!(s.key.span()=> #krate::run::circuit_open::<#at_key>());
+                    let conversion = quote_spanned!(s.key.span()=> #krate::run::expand::circuit_open::<#at_key>());
                     quote!((#value, #conversion))
                 }
                 _ => value,
@@ -140,7 +139,7 @@ impl Protection {
             // again where the slot's type (`AsBudget::Slot`) is used.
             shared.extend(quote_spanned!(path.span()=> .#method(#value)));
             let admitted = if name == "budget" && args.get("key").is_none() {
-                quote_spanned!(path.span()=> #krate::run::refusal_of(&#path))
+                quote_spanned!(path.span()=> #krate::run::expand::refusal_of(&#path))
             } else {
                 value
             };
@@ -148,7 +147,7 @@ impl Protection {
         }
         let shared_value = quote!(#krate::run::Shared::new() #shared);
         let admit_value = quote!(#krate::run::Shared::new() #admit_shared);
-        let error = quote!(#krate::run::ErrorOf<#ret>);
+        let error = quote!(#krate::run::expand::ErrorOf<#ret>);
         let equip = if shared.is_empty() {
             None
         } else {
@@ -178,7 +177,8 @@ impl Protection {
                 let timeout = Ident::new("__rk_timeout", Span::mixed_site());
                 // A missing `From<TimedOut>` is reported at the `attempt_timeout` key.
                 let at_key = respan(quote!(#ret), s.key.span());
-                let conversion = quote_spanned!(s.key.span()=> #krate::run::timed_out::<#at_key>());
+                let conversion =
+                    quote_spanned!(s.key.span()=> #krate::run::expand::timed_out::<#at_key>());
                 let limit = duration(limit);
                 let setup = quote!(let #timeout = (#limit, #conversion););
                 (setup, Some(timeout))

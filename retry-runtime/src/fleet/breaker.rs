@@ -4,7 +4,7 @@ use super::node::{Joinable, Member, Node, SYNC_EVERY};
 use super::store::{BreakerRules, Pull, Push, Report, millis};
 use crate::breaker::{CircuitBreaker, CircuitState};
 use crate::clock;
-use crate::run::AsBreaker;
+use crate::run::plumbing::AsBreaker;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};

@@ -3,7 +3,7 @@
 use super::node::{Joinable, Member, Node, SYNC_EVERY};
 use super::store::{Pull, Push};
 use crate::budget::RetryBudget;
-use crate::run::AsBudget;
+use crate::run::plumbing::AsBudget;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};

@@ -119,7 +119,7 @@ impl<P: AsPolicy + ?Sized> AsPolicy for Box<P> {
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
-/// use retry_kit::run::policy_of;
+/// use retry_kit::run::expand::policy_of;
 /// use retry_kit::{PolicyCell, RetryPolicy};
 /// use std::borrow::Borrow;
 ///

@@ -1,5 +1,5 @@
 //! [`Hedging`]: the attempts in flight of one hedged call, kept by the hedged loop
-//! ([`retry_hedged!`](crate::retry_hedged)); the rules are [`Hedge`](super::Hedge)'s.
+//! ([`retry_hedged!`](crate::retry_hedged)); the rules are [`Hedge`](crate::builder::Hedge)'s.
 
 use super::call::Call;
 use super::call_policy::CallPolicy;

@@ -20,7 +20,7 @@ pub trait Hook<E> {
         let _ = attempt;
     }
     /// Called when a hedged call starts attempt number `attempt` beside `running` attempts
-    /// that have not answered within the hedge delay (see [`Hedge`](super::Hedge); nothing by
+    /// that have not answered within the hedge delay (see [`Hedge`](crate::builder::Hedge); nothing by
     /// default). A hedge is not a failure, so a user's `on_failure` function does not see it;
     /// `tracing` events and `metrics` do.
     #[inline]
@@ -59,7 +59,7 @@ impl<E, F: FnMut(&Failure<'_, E>)> Hook<E> for F {
 }
 
 /// A hook whose errors are shown with their `Display` in `tracing` events: what
-/// [`Retry::display_errors`](super::Retry::display_errors) installs, and `#[retryable]` where
+/// [`Retry::display_errors`](crate::Retry::display_errors) installs, and `#[retryable]` where
 /// the error type has a `Display`.
 #[derive(Clone, Copy, Debug)]
 pub struct Displayed<H>(pub H);

@@ -50,7 +50,7 @@ pub trait Protection<'p>: PanicSink + Holding + Sized {
     /// Ask the breaker (if any) for the first attempt.
     fn admit(&mut self) -> Result<(), CircuitOpen>;
     /// Admit a hedge: an attempt started beside running ones when the hedge delay passes
-    /// without an answer (see [`Hedge`](super::Hedge)). The rule, gRPC's: the budget and the
+    /// without an answer (see [`Hedge`](crate::builder::Hedge)). The rule, gRPC's: the budget and the
     /// breaker admit it as they would a retry with no wait (a hedge spends the retry tokens,
     /// and a breaker's permit covers it); the call's own limits (attempts, deadline) are
     /// checked before this is asked. To count hedges differently (say, not against the
@@ -69,7 +69,7 @@ pub trait Protection<'p>: PanicSink + Holding + Sized {
 
 /// What of a call's protection belongs to one attempt rather than to the call: its breaker
 /// permit and when it started. Hedged attempts run side by side, so each keeps its own (see
-/// [`Hedge`](super::Hedge)); a sequential call keeps the one running attempt's in the call.
+/// [`Hedge`](crate::builder::Hedge)); a sequential call keeps the one running attempt's in the call.
 ///
 /// A trait of its own, without [`Protection`]'s lifetime: a hedged builder's future keeps
 /// holds across its awaits, and the compiler proves such a future `Send` for every lifetime
@@ -89,7 +89,7 @@ impl<'p, W: Window> Holding for Protected<'p, W> {
 }
 
 /// No adaptive policy, breaker or budget. Zero-sized: as a call's state it costs nothing, and as
-/// a [`Retry`](super::Retry) builder's protection it equips calls with nothing.
+/// a [`Retry`](crate::Retry) builder's protection it equips calls with nothing.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unprotected;
 

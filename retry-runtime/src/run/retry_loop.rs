@@ -1,5 +1,5 @@
 //! The retry loop, written once: [`retry_sync!`](crate::retry_sync) and
-//! [`retry_async!`](crate::retry_async), which [`Retry`](super::Retry) and the code
+//! [`retry_async!`](crate::retry_async), which [`Retry`](crate::Retry) and the code
 //! `#[retryable]` generates both expand.
 //!
 //! Macros rather than functions because an attempt must be created afresh inside the loop: an
@@ -102,4 +102,60 @@ macro_rules! retry_async {
             }
         }
     };
+}
+
+/// The hedged retry loop: as [`retry_async!`](crate::retry_async), but a slow attempt gets
+/// company. `attempt` makes a new attempt future each time it is evaluated, whose outcome is
+/// `outcome`; `timeout` (a [`TimeoutSlot`](crate::run::plumbing::TimeoutSlot)) limits each attempt, and
+/// `then` maps a settled outcome (identity, or `retry_if`'s flag); `hedge` is the delay after
+/// which a running attempt is hedged. See [`Retry::hedge`](crate::Retry::hedge) for the rules,
+/// and [`Hedge::call_async_with`](crate::builder::Hedge::call_async_with), which runs this loop over closures.
+#[macro_export]
+macro_rules! retry_hedged {
+    ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr,
+     outcome: $outcome:ty, timeout: $timeout:expr, then: $then:expr, sleep: $sleep:expr,
+     hedge: $delay:expr) => {{
+        let mut hedging = ::core::pin::pin!($crate::run::plumbing::Hedging::new());
+        let then = $then;
+        let mut start = true;
+        loop {
+            if ::core::mem::take(&mut start) {
+                let attempt =
+                    <_ as $crate::run::plumbing::TimeoutSlot<
+                        $crate::run::plumbing::ErrorOf<$outcome>,
+                    >>::wrap($timeout, $attempt, &$sleep, || $call.time_left());
+                hedging.as_mut().start(&mut $call, attempt);
+            }
+            match hedging.as_mut().next(&mut $call, $sleep, || $delay).await {
+                $crate::run::plumbing::Event::Finished { number, out, hold } => {
+                    let mut timed_out = false;
+                    let out = $crate::run::plumbing::TimeoutSlot::settle::<$outcome>(
+                        $timeout,
+                        out,
+                        &mut timed_out,
+                    );
+                    let out = then(out);
+                    let ended = $crate::run::plumbing::Ended {
+                        number,
+                        hold,
+                        timed_out,
+                        running: hedging.running(),
+                    };
+                    match $call.$after(&out, ended, $classifier, $hook) {
+                        $crate::run::plumbing::Then::Return => break out,
+                        $crate::run::plumbing::Then::Start(delay) => {
+                            start = hedging.as_mut().admitted(&mut $call, delay, $sleep);
+                        }
+                        $crate::run::plumbing::Then::Wait => {
+                            // No new attempt, hedge or retry: disarm the timer.
+                            hedging.as_mut().start_no_more();
+                        }
+                    }
+                }
+                $crate::run::plumbing::Event::Timer => {
+                    start = hedging.as_mut().timer_fired(&mut $call, $hook, &then);
+                }
+            }
+        }
+    }};
 }

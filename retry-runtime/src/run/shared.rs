@@ -1,4 +1,4 @@
-//! How a front end equips each call with shared protection: a [`Retry`](super::Retry)
+//! How a front end equips each call with shared protection: a [`Retry`](crate::Retry)
 //! builder's [`Shared`] breaker, budget and adaptive policy (each slot chosen by type), the
 //! [`Equip`] step that starts a call with them, and what `#[retryable(circuit = ..,
 //! budget = ..)]` accepts as a breaker or budget.
@@ -19,9 +19,9 @@ use crate::throttle::AdaptiveThrottle;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// The shared protection of a [`Retry`](super::Retry) builder once one of
-/// [`circuit`](super::Retry::circuit), [`budget`](super::Retry::budget) or
-/// [`adaptive`](super::Retry::adaptive) is set: the breaker slot `K` ([`NoCircuit`], or a breaker
+/// The shared protection of a [`Retry`](crate::Retry) builder once one of
+/// [`circuit`](crate::Retry::circuit), [`budget`](crate::Retry::budget) or
+/// [`adaptive`](crate::Retry::adaptive) is set: the breaker slot `K` ([`NoCircuit`], or a breaker
 /// with the conversion of its refusal), the budget slot `B` ([`NoBudget`] or a budget) and the
 /// adaptive slot `A` ([`NoAdaptive`] or a policy).
 ///
@@ -52,7 +52,7 @@ impl Shared<NoCircuit> {
     /// [`budget`](Self::budget) and [`adaptive`](Self::adaptive).
     ///
     /// What `#[retryable(circuit = .., budget = .., adaptive = ..)]` equips each call with, and
-    /// what a [`Retry`](super::Retry) builder keeps:
+    /// what a [`Retry`](crate::Retry) builder keeps:
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -360,7 +360,7 @@ impl<'a> AdaptiveSlot<'a> for &'a dyn Adapt {
     }
 }
 
-/// A [`Retry`](super::Retry) builder's protection, [`Unprotected`] or [`Shared`], on its way to
+/// A [`Retry`](crate::Retry) builder's protection, [`Unprotected`] or [`Shared`], on its way to
 /// [`Shared`] when one more piece is set.
 pub trait IntoShared {
     /// The breaker slot it keeps.
@@ -393,7 +393,7 @@ impl<K, B, A> IntoShared for Shared<K, B, A> {
     }
 }
 
-/// How a [`Retry`](super::Retry) builder's protection equips each call, for errors of type `E`:
+/// How a [`Retry`](crate::Retry) builder's protection equips each call, for errors of type `E`:
 /// [`Unprotected`] leaves it unprotected; [`Shared`] makes it [`Protected`] and asks the breaker
 /// for the first attempt, turning a refusal into an `E`.
 ///
@@ -482,7 +482,7 @@ where
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
-/// use retry_kit::run::{CircuitSlot, Static};
+/// use retry_kit::run::plumbing::{CircuitSlot, Static};
 /// use retry_kit::CircuitBreaker;
 /// use std::{io, time::Duration};
 ///
@@ -550,11 +550,11 @@ impl StaticBudget for crate::fleet::FleetBudget {
     }
 }
 
-/// The breaker slot of a [`Retry`](super::Retry) builder without a breaker.
+/// The breaker slot of a [`Retry`](crate::Retry) builder without a breaker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoCircuit;
 
-/// How a [`Retry`](super::Retry) builder finds its breaker, and turns a refused first attempt
+/// How a [`Retry`](crate::Retry) builder finds its breaker, and turns a refused first attempt
 /// into the error type `E`.
 #[diagnostic::on_unimplemented(
     message = "a circuit breaker needs `impl From<CircuitOpen>` for the error type `{E}`",
@@ -655,7 +655,7 @@ impl<E: From<CircuitOpen>> ThrottleSlot<E> for HeldBudget<'_> {
     }
 }
 
-/// A breaker with its own conversion of a refusal (what [`Retry::circuit_with`](super::Retry::circuit_with) sets).
+/// A breaker with its own conversion of a refusal (what [`Retry::circuit_with`](crate::Retry::circuit_with) sets).
 impl<'p, E> CircuitSlot<'p, E> for (&'p CircuitBreaker, Conversion<CircuitOpen, E>) {
     #[inline]
     fn slot(&self) -> Option<(Lease<'p, CircuitBreaker>, Conversion<CircuitOpen, E>)> {
@@ -707,7 +707,7 @@ impl<B: AsBreaker + ?Sized> AsBreaker for Arc<B> {
     }
 }
 
-/// What `#[retryable(budget = ...)]` and [`Retry::budget`](super::Retry::budget) accept: a
+/// What `#[retryable(budget = ...)]` and [`Retry::budget`](crate::Retry::budget) accept: a
 /// [`RetryBudget`] (or a fleet budget, a `PerKey` entry's lease), an
 /// [`AdaptiveThrottle`](crate::AdaptiveThrottle), or a reference or `Arc` of one.
 #[diagnostic::on_unimplemented(
@@ -743,7 +743,7 @@ impl AsBudget for AdaptiveThrottle {
 }
 
 /// A `PerKey` entry as looked up: its budget (the lease's claim to its key is not kept; see
-/// [`Retry::circuit`](super::Retry::circuit)).
+/// [`Retry::circuit`](crate::Retry::circuit)).
 #[diagnostic::do_not_recommend]
 impl AsBudget for Lease<'_, RetryBudget> {
     type Slot<'a>

@@ -1,5 +1,5 @@
 //! Per-attempt timeouts: the future that races an attempt against a timer, and how a
-//! [`Retry`](super::Retry) builder holds its limit.
+//! [`Retry`](crate::Retry) builder holds its limit.
 
 use super::outcome::{Conversion, Outcome};
 use crate::error::TimedOut;
@@ -61,12 +61,12 @@ impl<F, Tm: Future<Output = ()>> Timed<F, Tm> {
     }
 }
 
-/// The timeout slot of a [`Retry`](super::Retry) builder without an attempt timeout.
+/// The timeout slot of a [`Retry`](crate::Retry) builder without an attempt timeout.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTimeout;
 
-/// The timeout slot of a [`Retry`](super::Retry) builder with
-/// [`attempt_timeout`](super::Retry::attempt_timeout).
+/// The timeout slot of a [`Retry`](crate::Retry) builder with
+/// [`attempt_timeout`](crate::Retry::attempt_timeout).
 #[derive(Clone, Copy, Debug)]
 pub struct AttemptTimeout(pub Duration);
 
@@ -196,7 +196,7 @@ impl<E: From<TimedOut>> TimeoutSlot<E> for AttemptTimeout {
 }
 
 /// A limit with its own conversion of a timeout (what
-/// [`Retry::attempt_timeout_with`](super::Retry::attempt_timeout_with) sets, and
+/// [`Retry::attempt_timeout_with`](crate::Retry::attempt_timeout_with) sets, and
 /// `#[retryable(attempt_timeout = ...)]` uses).
 impl<E> TimeoutSlot<E> for (Duration, Conversion<TimedOut, E>) {
     timed_slot!();

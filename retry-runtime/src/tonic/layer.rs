@@ -2,10 +2,11 @@
 
 use super::rules::{Method, Plan, Rule, Rules};
 use super::service_config::{self, ServiceConfigError};
+use crate::builder::Retry;
 use crate::per_request::{Authority, BudgetChoice, BudgetForEachRequest, Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
-use crate::run::{NoHook, Retry};
+use crate::run::NoHook;
 use crate::{CircuitBreaker, RetryBudget};
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,7 +13,8 @@ use crate::per_request::{Authority, BudgetForEachRequest, ForEachRequest, HttpSe
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
-use crate::run::{AttemptTimeout, NoTimeout, TimeoutSlot};
+use crate::run::plumbing::TimeoutSlot;
+use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{Hook, NoHook};
 use crate::{CircuitBreaker, observe};
 

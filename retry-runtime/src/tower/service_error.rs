@@ -10,13 +10,14 @@
 //! slot and the whole service type, which name crate internals, and never `From`.
 
 use crate::breaker::CircuitBreaker;
+use crate::builder::BreakerWith;
 use crate::error::{CircuitOpen, TimedOut};
-use crate::run::{
-    AdaptiveSlot, AttemptTimeout, BreakerWith, BudgetSlot, Conversion, Equip, NoCircuit, NoTimeout,
-    Shared, Static, ThrottleSlot, Unprotected,
+use crate::run::plumbing::{
+    AdaptiveSlot, BudgetSlot, Conversion, NoCircuit, Static, ThrottleSlot, Unprotected,
 };
 #[cfg(doc)]
-use crate::run::{HoldsCircuitOpen, HoldsTimedOut};
+use crate::run::plumbing::{HoldsCircuitOpen, HoldsTimedOut};
+use crate::run::{AttemptTimeout, Equip, NoTimeout, Shared};
 use std::time::Duration;
 
 /// How a [`RetryLayer`](super::RetryLayer)'s timeout slot gives each call of a service whose

@@ -1,4 +1,4 @@
-//! The engine's decisions for a hedged call (see [`Hedge`](crate::run::Hedge)): when another
+//! The engine's decisions for a hedged call (see [`Hedge`](crate::builder::Hedge)): when another
 //! attempt may start beside the running ones, and what follows each one's outcome.
 
 use super::Call;
@@ -62,7 +62,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 
     /// Hedged calls: admit one more attempt beside the running ones while another may start,
     /// the deadline has not passed, and the protection admits it
-    /// ([`Protection::admit_hedge`](crate::run::Protection::admit_hedge)).
+    /// ([`Protection::admit_hedge`](crate::run::plumbing::Protection::admit_hedge)).
     pub(in crate::run) fn admit_hedge(&mut self) -> bool {
         if !self.may_start_more() {
             return false;
@@ -75,7 +75,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         self.protection.admit_hedge()
     }
 
-    /// Decide what follows an attempt of a hedged call (see [`Hedge`](crate::run::Hedge)), calling
+    /// Decide what follows an attempt of a hedged call (see [`Hedge`](crate::builder::Hedge)), calling
     /// the hook once if it failed: the same decision as a sequential call's
     /// ([`after`](Call::after)), except that the next attempt starts at once (the running ones
     /// have already waited longer than a backoff) and a stop that is not the error's own waits

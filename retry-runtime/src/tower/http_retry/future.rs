@@ -16,10 +16,11 @@ use crate::error::TimedOut;
 use crate::observe::{self, Observed};
 use crate::per_key::Lease;
 use crate::policy::RetryPolicy;
+use crate::run::plumbing::{Conversion, TimeoutSlot};
 use crate::run::protection::Protected;
 use crate::run::shared::Shared;
 use crate::run::timeout::{MaybeTimer, Timed, maybe_timed};
-use crate::run::{Call, Conversion, Equip, Hook, NoHook, NoTimeout, TimeoutSlot};
+use crate::run::{Call, Equip, Hook, NoHook, NoTimeout};
 use crate::tower::{BoxError, ReplayBody};
 use crate::{CircuitBreaker, RetryBudget};
 

@@ -4,12 +4,12 @@
 //! turns it into the call's result (a receipt rebuilt from the duplicate's data), as
 //! `#[retryable(already_done = ...)]` does.
 
-use super::classifier::{Borrowed, Classifier, resolve_already_done};
 use super::hedge::Hedge;
-use super::hook::Hook;
 use super::retry::{Retry, rebuild};
-use super::shared::Equip;
-use super::timeout::{TimeoutSlot, Untimed};
+use crate::run::classifier::{Borrowed, Classifier, resolve_already_done};
+use crate::run::hook::Hook;
+use crate::run::shared::Equip;
+use crate::run::timeout::{TimeoutSlot, Untimed};
 use std::future::Future;
 use std::time::Duration;
 

@@ -1,13 +1,13 @@
 //! Hedged attempts: when an attempt is slow, start another beside it; the first success wins.
-//! The builder ([`Retry::hedge`], [`Hedge`]) and the loop ([`retry_hedged!`](crate::retry_hedged));
-//! the attempts in flight are [`Hedging`](super::Hedging)'s.
+//! The builder ([`Retry::hedge`], [`Hedge`]); the loop is [`retry_hedged!`](crate::retry_hedged)
+//! and the attempts in flight are [`Hedging`](crate::run::plumbing::Hedging)'s, in the engine.
 
-use super::classifier::Classifier;
-use super::hook::Hook;
-use super::outcome::Outcome;
 use super::retry::{Retry, begin};
-use super::shared::Equip;
-use super::timeout::TimeoutSlot;
+use crate::run::classifier::Classifier;
+use crate::run::hook::Hook;
+use crate::run::outcome::Outcome;
+use crate::run::shared::Equip;
+use crate::run::timeout::TimeoutSlot;
 
 use std::future::Future;
 use std::time::Duration;
@@ -79,17 +79,17 @@ impl std::error::Error for HedgeNotIdempotent {}
 
 /// A [`Retry`] that hedges slow attempts: what [`Retry::hedge`] makes. Async only.
 ///
-/// A hedged call runs over the same engine ([`Call`](super::Call)) as every other: the engine counts the
+/// A hedged call runs over the same engine ([`Call`](crate::run::Call)) as every other: the engine counts the
 /// attempts, classifies each failure, asks the breaker and the budget before every attempt
-/// after the first, and builds the [`Failure`](super::Failure) records. What differs is the
+/// after the first, and builds the [`Failure`](crate::Failure) records. What differs is the
 /// loop, [`retry_hedged!`](crate::retry_hedged), and the set of attempts in flight it keeps,
-/// [`Hedging`](super::Hedging):
+/// [`Hedging`](crate::run::plumbing::Hedging):
 ///
 /// - the first attempt starts at once; while fewer than `attempts` have started, each start arms
 ///   a timer of the hedge delay, and when it fires before any answer, the next attempt starts
 ///   beside the running ones (if the deadline has not passed and the budget and breaker admit
 ///   it, as they would a retry: gRPC throttles hedges with the same tokens; the rule is
-///   [`Protection::admit_hedge`](super::Protection::admit_hedge), one method to change);
+///   [`Protection::admit_hedge`](crate::run::plumbing::Protection::admit_hedge), one method to change);
 /// - the first success is the call's result, and the attempts still running are dropped
 ///   (cancelled): their breaker permits are released as neither success nor failure;
 /// - a retryable failure starts the next attempt at once, not after a backoff, as gRPC's
@@ -100,7 +100,7 @@ impl std::error::Error for HedgeNotIdempotent {}
 /// - a failure that stops the call (permanent, "already done") ends it at once, as in gRPC,
 ///   where a fatal status commits the call; a stop for any other reason (attempts used up, the
 ///   budget, the breaker, the deadline) only means no new attempt: the call waits for the
-///   attempts still running ([`Next::Wait`](super::Next::Wait)).
+///   attempts still running ([`Next::Wait`](crate::Next::Wait)).
 ///
 /// The hedge delay is a real timer of the async runtime, as `attempt_timeout` is: inside
 /// [`testing::record_sleeps_async`](crate::testing::record_sleeps_async) a hedged call still
@@ -158,59 +158,4 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
     {
         self.call_async_with(op, crate::clock::tokio_sleep)
     }
-}
-
-/// The hedged retry loop: as [`retry_async!`](crate::retry_async), but a slow attempt gets
-/// company. `attempt` makes a new attempt future each time it is evaluated, whose outcome is
-/// `outcome`; `timeout` (a [`TimeoutSlot`](crate::run::TimeoutSlot)) limits each attempt, and
-/// `then` maps a settled outcome (identity, or `retry_if`'s flag); `hedge` is the delay after
-/// which a running attempt is hedged. See [`Retry::hedge`](crate::Retry::hedge) for the rules,
-/// and [`Hedge::call_async_with`], which runs this loop over closures.
-#[macro_export]
-macro_rules! retry_hedged {
-    ($call:ident . $after:ident ($classifier:expr, $hook:expr) <- $attempt:expr,
-     outcome: $outcome:ty, timeout: $timeout:expr, then: $then:expr, sleep: $sleep:expr,
-     hedge: $delay:expr) => {{
-        let mut hedging = ::core::pin::pin!($crate::run::Hedging::new());
-        let then = $then;
-        let mut start = true;
-        loop {
-            if ::core::mem::take(&mut start) {
-                let attempt = <_ as $crate::run::TimeoutSlot<$crate::run::ErrorOf<$outcome>>>::wrap(
-                    $timeout,
-                    $attempt,
-                    &$sleep,
-                    || $call.time_left(),
-                );
-                hedging.as_mut().start(&mut $call, attempt);
-            }
-            match hedging.as_mut().next(&mut $call, $sleep, || $delay).await {
-                $crate::run::Event::Finished { number, out, hold } => {
-                    let mut timed_out = false;
-                    let out =
-                        $crate::run::TimeoutSlot::settle::<$outcome>($timeout, out, &mut timed_out);
-                    let out = then(out);
-                    let ended = $crate::run::Ended {
-                        number,
-                        hold,
-                        timed_out,
-                        running: hedging.running(),
-                    };
-                    match $call.$after(&out, ended, $classifier, $hook) {
-                        $crate::run::Then::Return => break out,
-                        $crate::run::Then::Start(delay) => {
-                            start = hedging.as_mut().admitted(&mut $call, delay, $sleep);
-                        }
-                        $crate::run::Then::Wait => {
-                            // No new attempt, hedge or retry: disarm the timer.
-                            hedging.as_mut().start_no_more();
-                        }
-                    }
-                }
-                $crate::run::Event::Timer => {
-                    start = hedging.as_mut().timer_fired(&mut $call, $hook, &then);
-                }
-            }
-        }
-    }};
 }

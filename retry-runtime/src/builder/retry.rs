@@ -1,18 +1,18 @@
 //! The non-macro front end: [`Retry`], a builder over the engine. [`RetryPolicy::call`] is
 //! the shortcut over it.
 
-use super::classifier::{ByTrait, Classifier};
-use super::hook::{Displayed, Hook, NoHook};
-use super::outcome::{Conversion, Outcome};
-use super::protection::Unprotected;
-use super::shared::{AsBudget, Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
-use super::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use crate::adaptive::Adapt;
 use crate::breaker::CircuitBreaker;
 #[cfg(feature = "tokio")]
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
+use crate::run::classifier::{ByTrait, Classifier};
+use crate::run::hook::{Displayed, Hook, NoHook};
+use crate::run::outcome::{Conversion, Outcome};
+use crate::run::protection::Unprotected;
+use crate::run::shared::{AsBudget, Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
+use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use std::future::Future;
 use std::time::Duration;
 
@@ -110,7 +110,7 @@ pub(crate) use rebuild;
 ///
 /// A configured builder can be kept, in a struct field for instance: its type names the
 /// classifier (a function pointer, not a closure, so that it can be written), the hook, the
-/// protection ([`Shared`](super::Shared) with its breaker and budget slots) and the timeout,
+/// protection ([`Shared`](crate::run::Shared) with its breaker and budget slots) and the timeout,
 /// all from `retry_kit` and `retry_kit::run`. `call` and `call_async` take the builder by
 /// value; it is `Clone` (references and function pointers), so clone it for each call.
 ///
@@ -196,7 +196,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         rebuild!(self, classifier: classifier)
     }
 
-    /// Call `hook` with every failed attempt's [`Failure`](super::Failure) record.
+    /// Call `hook` with every failed attempt's [`Failure`](crate::Failure) record.
     pub fn on_failure<H2>(self, hook: H2) -> Retry<'p, C, H2, S, T> {
         rebuild!(self, hook: hook)
     }
@@ -261,7 +261,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
 
     /// Consult `breaker` before every attempt, as `#[retryable(circuit = ...)]` does: a refused
     /// first attempt returns `Err(E::from(CircuitOpen))` (so `E: From<CircuitOpen>`), a refused
-    /// retry stops with [`StopReason::CircuitOpen`](super::StopReason::CircuitOpen) and the last error.
+    /// retry stops with [`StopReason::CircuitOpen`](crate::StopReason::CircuitOpen) and the last error.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -349,7 +349,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
 
     /// Charge failures to `budget` and ask it before every retry, as
     /// `#[retryable(budget = ...)]` does: a refused retry stops with
-    /// [`StopReason::BudgetExhausted`](super::StopReason::BudgetExhausted) and the last error.
+    /// [`StopReason::BudgetExhausted`](crate::StopReason::BudgetExhausted) and the last error.
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
@@ -461,7 +461,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     }
 
     /// The same builder with its protection mapped by `f`: how `tower::RetryLayer` sets a
-    /// `'static` breaker or budget as a [`Static`](super::Static) slot.
+    /// `'static` breaker or budget as a [`Static`](crate::run::plumbing::Static) slot.
     #[cfg(feature = "tower")]
     pub(crate) fn map_protection<S2>(self, f: impl FnOnce(S) -> S2) -> Retry<'p, C, H, S2, T> {
         rebuild!(self, protection: f(self.protection))
