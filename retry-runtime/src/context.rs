@@ -33,9 +33,12 @@ use std::time::Instant;
 /// The context of one retryable call, shared by all its attempts.
 pub(crate) struct CallCtx {
     attempt: Cell<u32>,
-    /// The idempotency key as two halves, `[0, 0]` until a body asks for it. Not an
-    /// `Option<u128>`: that is 32 bytes aligned to 16, and this context lives inside every async
-    /// retryable future across its awaits (see benches/README.md, future sizes).
+    /// The idempotency key as two halves, once a body has asked for it: a key's low half is
+    /// never 0. Until then the low half is 0 and the high half is what this call does, its
+    /// operation (see the module docs), which deriving the key needs and nothing needs after: so
+    /// the operation takes no word of its own in every async retryable future (see
+    /// benches/README.md, future sizes), and starting a call stores one constant here. Not an
+    /// `Option<u128>`: that is 32 bytes aligned to 16.
     key: Cell<[u64; 2]>,
     /// The effective deadline: this call's own and the one inherited from an enclosing call,
     /// whichever comes first.
@@ -51,8 +54,6 @@ pub(crate) struct CallCtx {
     /// can be derived when a body first asks for it, off the success path. Read only while this
     /// context is current, when the one it names is alive (its `Entered` is further out).
     parent: Cell<usize>,
-    /// What this call does (see the module docs), for its derived key.
-    operation: u64,
 }
 
 impl Drop for CallCtx {
@@ -77,7 +78,7 @@ impl fmt::Debug for CallCtx {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallCtx")
             .field("attempt", &self.attempt.get())
-            .field("key", &self.key.get())
+            .field("key", &self.known_key())
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
@@ -132,11 +133,10 @@ impl CallCtx {
     pub(crate) const fn new(deadline: Option<Instant>, operation: u64) -> Self {
         CallCtx {
             attempt: Cell::new(0),
-            key: Cell::new([0, 0]),
+            key: Cell::new([0, operation]),
             deadline,
             nested: Cell::new(0),
             parent: Cell::new(0),
-            operation,
         }
     }
 
@@ -154,6 +154,13 @@ impl CallCtx {
         ctx.attempt.set(number);
         ctx.key.set(halves(key.0));
         ctx
+    }
+
+    /// The key, if a body has asked for it (see [`key`](Self::key)).
+    #[inline]
+    fn known_key(&self) -> Option<IdempotencyKey> {
+        let [lo, hi] = self.key.get();
+        (lo != 0).then(|| IdempotencyKey(u128::from(hi) << 64 | u128::from(lo)))
     }
 
     /// The ordinal of the next call of `operation` in the current attempt: 0, 1, 2, ...
@@ -212,7 +219,6 @@ impl CallCtx {
             deadline: self.deadline,
             nested: Cell::new(0),
             parent: Cell::new(0),
-            operation: self.operation,
         }
     }
 
@@ -231,7 +237,8 @@ impl CallCtx {
     /// passes it on when it ends, so that later attempts send the same one.
     #[inline]
     pub(crate) fn adopt_key(&self, attempt: &CallCtx) {
-        if self.key.get() == [0, 0] {
+        // Unknown, the attempt's slot holds the same operation: theirs is this one's copy.
+        if self.known_key().is_none() {
             self.key.set(attempt.key.get());
         }
     }
@@ -259,16 +266,17 @@ impl CallCtx {
     /// this call runs inside another's attempt (`enclosing` is that call's context, alive while
     /// this is asked), else drawn.
     fn key_in(&self, enclosing: *const CallCtx) -> IdempotencyKey {
-        let [lo, hi] = self.key.get();
-        if lo != 0 || hi != 0 {
-            return IdempotencyKey(u128::from(hi) << 64 | u128::from(lo));
+        match self.known_key() {
+            Some(key) => key,
+            None => self.first_key(enclosing),
         }
-        self.first_key(enclosing)
     }
 
     #[cold]
     #[inline(never)]
     fn first_key(&self, enclosing: *const CallCtx) -> IdempotencyKey {
+        // Not known yet: the high half is the operation.
+        let operation = self.key.get()[1];
         let key = if enclosing.is_null() {
             IdempotencyKey::draw()
         } else {
@@ -278,7 +286,7 @@ impl CallCtx {
             let parent = unsafe { &*enclosing };
             parent
                 .key_in(parent.parent.get() as *const CallCtx)
-                .derive(self.operation, parent.ordinal(self.operation))
+                .derive(operation, parent.ordinal(operation))
         };
         self.key.set(halves(key.0));
         key
@@ -467,12 +475,12 @@ pub const fn operation_id(name: &str) -> u64 {
 pub struct IdempotencyKey(u128);
 
 impl IdempotencyKey {
-    /// A fresh key from the operating system's entropy, never zero (zero marks "not drawn yet"
-    /// in a call's context, so a zero draw, one chance in 2^128, is drawn again).
+    /// A fresh key from the operating system's entropy, its low half never zero (zero marks
+    /// "not drawn yet" in a call's context, so such a draw, one chance in 2^64, is drawn again).
     pub(crate) fn draw() -> Self {
         loop {
             let k = rand::random::<u128>();
-            if k != 0 {
+            if k as u64 != 0 {
                 return IdempotencyKey(k);
             }
         }
@@ -526,8 +534,10 @@ impl IdempotencyKey {
         IdempotencyKey::nonzero(h.finish128())
     }
 
+    /// A key whose low half is not zero: a call's context tells a known key from one not yet
+    /// made by it (see `CallCtx::key`).
     fn nonzero(key: u128) -> IdempotencyKey {
-        IdempotencyKey(if key == 0 { 1 } else { key })
+        IdempotencyKey(if key as u64 == 0 { key | 1 } else { key })
     }
 }
 
@@ -559,13 +569,18 @@ impl std::str::FromStr for IdempotencyKey {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("\"{text}\" is not an idempotency key: 32 hex digits, not all zero");
+        let bad = || {
+            format!(
+                "\"{text}\" is not an idempotency key: 32 hex digits, the last 16 not all zero"
+            )
+        };
         if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
+        // Every key the crate makes has a low half that is not zero (see `nonzero`).
         match u128::from_str_radix(text, 16) {
-            Ok(0) | Err(_) => Err(bad()),
-            Ok(key) => Ok(IdempotencyKey(key)),
+            Ok(key) if key as u64 != 0 => Ok(IdempotencyKey(key)),
+            _ => Err(bad()),
         }
     }
 }
