@@ -26,6 +26,9 @@
 //! [`Attempt::key_for`], a key derived from the call's key and a label, the same on every
 //! attempt.
 
+mod ordinals;
+
+use ordinals::Ordinals;
 use std::cell::Cell;
 use std::fmt;
 use std::time::Instant;
@@ -45,10 +48,11 @@ pub(crate) struct CallCtx {
     pub(crate) deadline: Option<Instant>,
     /// How many calls of each operation the current attempt has made inside it (see the
     /// module docs): none until a nested call asks, so a call that nests nothing allocates
-    /// nothing. The address of a `Box<Vec<Ordinal>>` (0: none), owned by this context and
-    /// freed in its `Drop`: one word in every async retryable future (a `Vec` would be three),
-    /// and a drop that is one comparison when nothing nested (an `Option<Box<..>>` field's drop
-    /// glue weighed on the async success path).
+    /// nothing. The address of an [`Ordinals`] table (0: none), owned by this context and
+    /// retired in its `Drop`: one word in every async retryable future (a `Vec` would be three),
+    /// and a drop that is one comparison when nothing nested, with no call in it at all (see
+    /// [`ordinals`]). An address rather than a pointer, which would make the context, and every
+    /// future holding it, neither `Send` nor `Sync`.
     nested: Cell<usize>,
     /// The context that was current when this one was last entered (0: none), so that its key
     /// can be derived when a body first asks for it, off the success path. Read only while this
@@ -59,18 +63,12 @@ pub(crate) struct CallCtx {
 impl Drop for CallCtx {
     #[inline]
     fn drop(&mut self) {
-        if self.nested.get() != 0 {
-            self.free_nested();
+        let table = self.nested.get();
+        if table != 0 {
+            // SAFETY: a non-zero value is this context's own table, from `Ordinals::make` (see
+            // `ordinal`), and this is its last use.
+            unsafe { ordinals::retire(table as *mut Ordinals) };
         }
-    }
-}
-
-impl CallCtx {
-    #[cold]
-    fn free_nested(&mut self) {
-        // SAFETY: a non-zero value is a `Box::into_raw` of this context's own table (see
-        // `ordinal`), and this is its last use.
-        drop(unsafe { Box::from_raw(self.nested.replace(0) as *mut Vec<Ordinal>) });
     }
 }
 
@@ -82,14 +80,6 @@ impl fmt::Debug for CallCtx {
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
-}
-
-/// One operation's count of nested calls in one attempt of the enclosing call.
-#[derive(Debug)]
-struct Ordinal {
-    operation: u64,
-    attempt: u32,
-    calls: u32,
 }
 
 thread_local! {
@@ -165,34 +155,15 @@ impl CallCtx {
 
     /// The ordinal of the next call of `operation` in the current attempt: 0, 1, 2, ...
     fn ordinal(&self, operation: u64) -> u32 {
-        let attempt = self.attempt();
-        let mut table: Box<Vec<Ordinal>> = match self.nested.replace(0) {
-            0 => Box::default(),
-            // SAFETY: a non-zero value is always a `Box::into_raw` of this context's own
-            // table, taken out here (replaced by 0) before it is used.
-            address => unsafe { Box::from_raw(address as *mut Vec<Ordinal>) },
-        };
-        let ordinal = match table.iter_mut().find(|o| o.operation == operation) {
-            Some(o) => {
-                if o.attempt != attempt {
-                    o.attempt = attempt;
-                    o.calls = 0;
-                }
-                let n = o.calls;
-                o.calls = o.calls.saturating_add(1);
-                n
-            }
-            None => {
-                table.push(Ordinal {
-                    operation,
-                    attempt,
-                    calls: 1,
-                });
-                0
-            }
-        };
-        self.nested.set(Box::into_raw(table) as usize);
-        ordinal
+        let mut table = self.nested.get() as *mut Ordinals;
+        if table.is_null() {
+            table = Ordinals::make();
+            self.nested.set(table as usize);
+        }
+        // SAFETY: a non-zero value is this context's own table, from `Ordinals::make`, alive
+        // until the context's `Drop`; the context is not `Sync`, so this thread is the only one
+        // using it, and nothing else borrows the table (`next` calls out to nothing).
+        unsafe { &mut *table }.next(operation, self.attempt())
     }
 
     #[inline]
