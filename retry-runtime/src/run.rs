@@ -70,6 +70,7 @@ pub(crate) mod classifier;
 pub(crate) mod hedging;
 pub(crate) mod hook;
 pub(crate) mod outcome;
+mod notes;
 pub(crate) mod protection;
 pub(crate) mod retry_if;
 mod retry_loop;
@@ -104,6 +105,7 @@ pub mod plumbing {
     pub use super::classifier::Borrowed;
     pub use super::hedging::{Event, Hedging, NextEvent};
     pub use super::hook::{Displayed, FmtFn};
+    pub use super::notes::{FullNotes, NoNotes, Notes};
     pub use super::outcome::{Conversion, ErrorOf};
     pub use super::protection::{
         Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected,

@@ -91,6 +91,7 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
                     #borrow(&self.0)
                 }
                 #operation
+                type Notes = #krate::run::plumbing::FullNotes;
             }
         };
         return (setup, quote!(#named(#value)));
@@ -101,6 +102,11 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
     // and the constant's fields fold into the code.
     let setters = setters(false);
     let name = Ident::new("__RkPolicy", Span::mixed_site());
+    let notes = if notes_nothing(args) {
+        quote!(#krate::run::plumbing::NoNotes)
+    } else {
+        quote!(#krate::run::plumbing::FullNotes)
+    };
     (
         quote! {
             #[derive(::core::clone::Clone, ::core::marker::Copy)]
@@ -112,10 +118,24 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
                     &POLICY
                 }
                 #operation
+                type Notes = #notes;
             }
         },
         quote!(#name),
     )
+}
+
+/// Whether a call under the attribute's constant policy notes nothing between its attempts
+/// (`CallPolicy::Notes`): no deadline, decorrelated jitter or `nested = "once"` in the policy,
+/// and no hook, adaptive policy or attempt timeout around the call. Such a call stores none of
+/// its start time, previous sleep, limit or timeout flag when it starts, and an async one keeps
+/// none of them across its awaits.
+fn notes_nothing(args: &Args) -> bool {
+    args.word("jitter") != Some("Decorrelated")
+        && args.word("nested") != Some("Once")
+        && ["deadline", "on_failure", "adaptive", "attempt_timeout"]
+            .iter()
+            .all(|key| args.get(key).is_none())
 }
 
 /// Whether `expr` is a path to a `static` or a `const` by Rust's naming (its last segment in

@@ -20,6 +20,7 @@ use decide::Failed;
 use super::call_policy::CallPolicy;
 use super::classifier::Classifier;
 use super::hook::Hook;
+use super::notes::sealed::Kept;
 use super::outcome::Outcome;
 use super::protection::{Adapted, PanicGuard, Protected, Protection, Unprotected, Window};
 use super::timeout::TimeoutSlot;
@@ -66,9 +67,11 @@ use std::time::{Duration, Instant};
 /// awaits of an async retryable future) and checks none of it on the success path.
 ///
 /// `P` is where the policy is ([`CallPolicy`]): a `&RetryPolicy` for the builder and
-/// `RetryPolicy::call`, a zero-sized type naming a constant for `#[retryable]`.
+/// `RetryPolicy::call`, a zero-sized type naming a constant for `#[retryable]`. Its
+/// [`Notes`](CallPolicy::Notes) say what the call keeps between attempts besides its context:
+/// for the attribute's plain cases, nothing.
 #[derive(Debug)]
-pub struct Call<'p, S = Unprotected, P = &'p RetryPolicy> {
+pub struct Call<'p, S = Unprotected, P: CallPolicy = &'p RetryPolicy> {
     /// Where the policy is: a reference, or for `#[retryable]` a zero-sized type naming a
     /// constant (see [`CallPolicy`]), so that the call's state holds no pointer to it.
     policy: P,
@@ -76,21 +79,10 @@ pub struct Call<'p, S = Unprotected, P = &'p RetryPolicy> {
     /// protection the call is equipped with.
     lifetime: PhantomData<&'p RetryPolicy>,
     ctx: CallCtx,
-    start: Option<Instant>,
-    /// The previous sleep (decorrelated jitter's input), in nanoseconds, saturating: 8 bytes
-    /// instead of a `Duration`'s 16 in every async retryable future. 0 is "none yet", read as
-    /// the first delay (see `schedule_slow`), so that starting a call converts nothing.
-    previous: u64,
-    /// The most attempts this call makes, with one special value: 0 is a call nested inside
-    /// another's attempt under `nested = "once"` whose policy would have retried: it makes one
-    /// attempt, then stops with [`StopReason::DeferredToOuter`](super::StopReason::DeferredToOuter) (see [`once_limit`]). Not a
-    /// flag beside the limit: deciding it from the policy at the start costs the fn form,
-    /// whose policy is not a constant, on every call.
-    max_attempts: u32,
-    /// The running attempt was cut off by `attempt_timeout` (see [`Call::settle`]): its class is
-    /// idempotent-only. In the call itself (one byte of padding) so that a timeout needs no
-    /// [`Protected`] state.
-    timed_out: bool,
+    /// The start time, the previous sleep, the attempt limit and whether the running attempt
+    /// timed out, or nothing for a policy that needs none of them (see
+    /// [`Notes`](super::Notes)).
+    notes: P::Notes,
     pub(super) protection: S,
 }
 
@@ -127,19 +119,17 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
             None => (None, inherited.deadline),
         };
         let single = single_attempt(policy, inherited);
+        // At least 1: `RetryPolicy::attempts` clamps.
+        let max_attempts = if single {
+            once_limit(policy.attempts)
+        } else {
+            policy.attempts
+        };
         Call {
             policy: source,
             lifetime: PhantomData,
             ctx: CallCtx::new(deadline, P::OPERATION),
-            start,
-            previous: 0,
-            // At least 1: `RetryPolicy::attempts` clamps, and the field is the crate's.
-            max_attempts: if single {
-                once_limit(policy.attempts)
-            } else {
-                policy.attempts
-            },
-            timed_out: false,
+            notes: P::Notes::new(policy, start, max_attempts),
             protection: Unprotected,
         }
     }
@@ -169,10 +159,7 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
             policy: self.policy,
             lifetime: PhantomData,
             ctx: self.ctx,
-            start: self.start,
-            previous: self.previous,
-            max_attempts: self.max_attempts,
-            timed_out: self.timed_out,
+            notes: self.notes,
             protection: self.protection.protected(window),
         }
     }
@@ -199,11 +186,12 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
         let mut call = self.protected(Adapted::new(source, tuned.base, tuned.multiplier));
         // Whether the call is nested-once is not kept: ask again (the enclosing attempt is the
         // one `new` saw, as the call is equipped before its first attempt).
-        call.max_attempts = if single_attempt(&policy, context::inherited()) {
-            once_limit(tuned.attempts)
-        } else {
-            tuned.attempts
-        };
+        call.notes
+            .set_max_attempts(if single_attempt(&policy, context::inherited()) {
+                once_limit(tuned.attempts)
+            } else {
+                tuned.attempts
+            });
         call
     }
 }
@@ -223,7 +211,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     }
 
     /// The policy in force: the declared one, or with the first delay and multiplier an
-    /// adaptive policy tuned (its attempts are already `max_attempts`).
+    /// adaptive policy tuned (its attempts are already the noted limit).
     #[inline]
     fn policy(&self) -> RetryPolicy {
         match self.protection.tuned() {
@@ -249,6 +237,13 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     #[inline]
     pub fn attempt(&self) -> u32 {
         self.ctx.attempt()
+    }
+
+    /// The most attempts this call makes; 0 for a nested `once` call that defers to the outer
+    /// one after its single attempt (see [`once_limit`]).
+    #[inline]
+    fn max_attempts(&self) -> u32 {
+        self.notes.max_attempts(self.policy.policy())
     }
 
     /// Run one attempt of a sync body, visible to `current_attempt()` while it runs.
@@ -365,7 +360,12 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         R: Outcome,
         T: TimeoutSlot<R::Error>,
     {
-        timeout.settle(out, &mut self.timed_out)
+        let mut timed_out = false;
+        let out = timeout.settle(out, &mut timed_out);
+        if timed_out {
+            self.notes.set_timed_out();
+        }
+        out
     }
 
     /// Decide what follows an attempt's outcome, calling the hook once if it failed: `None`,
@@ -393,7 +393,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             Some(error) => {
                 let failed = Failed {
                     number: self.attempt(),
-                    timed_out: std::mem::take(&mut self.timed_out),
+                    timed_out: self.notes.take_timed_out(),
                     running: None,
                 };
                 self.decide(error, failed, classifier, hook).ok()
@@ -403,7 +403,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 
     /// Time since the call started, or zero if no clock was read at the start.
     pub fn elapsed(&self) -> Duration {
-        match self.start {
+        match self.notes.start() {
             Some(start) => clock::now().saturating_duration_since(start),
             None => Duration::ZERO,
         }

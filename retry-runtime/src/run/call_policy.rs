@@ -1,6 +1,7 @@
 //! Where a call finds its policy ([`CallPolicy`]), and what `#[retryable(policy = ...)]`
 //! accepts ([`AsPolicy`]).
 
+use super::notes::{FullNotes, Notes};
 use crate::policy::RetryPolicy;
 use std::borrow::Borrow;
 
@@ -12,7 +13,7 @@ use std::borrow::Borrow;
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
-/// use retry_kit::run::{Call, CallPolicy};
+/// use retry_kit::run::{Call, CallPolicy, NoNotes};
 /// use retry_kit::RetryPolicy;
 ///
 /// #[derive(Clone, Copy)]
@@ -23,6 +24,9 @@ use std::borrow::Borrow;
 ///         const POLICY: RetryPolicy = RetryPolicy::new().attempts(3);
 ///         &POLICY
 ///     }
+///     // No deadline, decorrelated jitter or `nested = "once"`, and the loop below runs it
+///     // without a hook, an adaptive policy or an attempt timeout: nothing to note.
+///     type Notes = NoNotes;
 /// }
 ///
 /// let call = Call::new(Three, false);
@@ -35,6 +39,11 @@ pub trait CallPolicy: Copy {
     /// another's attempt ([`operation_id`](crate::context::operation_id) of the function's path
     /// for `#[retryable]`; one shared value, 0, for the builder's closures).
     const OPERATION: u64 = 0;
+    /// What a call under this policy notes between its attempts: [`FullNotes`](super::FullNotes),
+    /// or [`NoNotes`](super::NoNotes) for a constant policy with no deadline, no decorrelated
+    /// jitter and no `nested = "once"`, whose calls run without a hook, an adaptive policy or an
+    /// attempt timeout (debug builds check it), and then start without storing them.
+    type Notes: Notes;
 }
 
 impl CallPolicy for &RetryPolicy {
@@ -42,6 +51,7 @@ impl CallPolicy for &RetryPolicy {
     fn policy(&self) -> &RetryPolicy {
         self
     }
+    type Notes = FullNotes;
 }
 
 /// The policy itself, kept in the call: for a call that must not borrow it, the state of a
@@ -52,6 +62,7 @@ impl CallPolicy for RetryPolicy {
     fn policy(&self) -> &RetryPolicy {
         self
     }
+    type Notes = FullNotes;
 }
 
 /// What `#[retryable(policy = ...)]` accepts: a [`RetryPolicy`], a reference to one, or a

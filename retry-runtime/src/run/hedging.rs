@@ -328,7 +328,7 @@ impl<F: Future, D, T: Future<Output = ()>> Hedging<F, D, T> {
 /// A named future rather than a `poll_fn` closure so that its `poll` is always inlined into
 /// the loop's: a hedged call whose attempt answers at once pays no call into it.
 #[must_use = "futures do nothing unless awaited"]
-pub struct NextEvent<'a, 'p, F, D, T, S, P, Sl, A> {
+pub struct NextEvent<'a, 'p, F, D, T, S, P: CallPolicy, Sl, A> {
     hedging: Pin<&'a mut Hedging<F, D, T>>,
     call: &'a mut Call<'p, S, P>,
     sleep: Sl,

@@ -128,10 +128,11 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// Every allowed attempt has started.
     #[inline]
     pub(in crate::run) fn exhausted(&self) -> Option<StopReason> {
-        if self.attempt() < self.max_attempts {
+        let max_attempts = self.max_attempts();
+        if self.attempt() < max_attempts {
             return None;
         }
-        if self.max_attempts == 0 {
+        if max_attempts == 0 {
             return Some(StopReason::DeferredToOuter);
         }
         Some(StopReason::AttemptsExhausted)

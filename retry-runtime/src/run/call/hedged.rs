@@ -42,7 +42,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// Hedged calls: whether another attempt may still start.
     #[inline]
     pub(in crate::run) fn may_start_more(&self) -> bool {
-        self.attempt() < self.max_attempts
+        self.attempt() < self.max_attempts()
     }
 
     /// Hedged calls: count a new attempt (already admitted), and give it its own context and

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 /// protection told if a poll panics.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
-pub struct InAttempt<'c, 'p, F, S = Unprotected, P = &'p RetryPolicy> {
+pub struct InAttempt<'c, 'p, F, S = Unprotected, P: CallPolicy = &'p RetryPolicy> {
     /// One pointer for the context and the protection: this wrapper lives in every async
     /// retryable future, across the attempt's awaits.
     pub(super) call: &'c mut Call<'p, S, P>,

@@ -6,6 +6,7 @@ use crate::clock;
 use crate::policy::Jitter;
 use crate::rng;
 use crate::run::call_policy::CallPolicy;
+use crate::run::notes::sealed::Kept;
 use crate::run::protection::Protection;
 use crate::stop::{StopReason, Verdict};
 use std::time::Duration;
@@ -44,7 +45,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             // Only decorrelated jitter reads the previous sleep: the others skip converting it.
             // Before the first sleep it is the first delay. (A decorrelated sleep is 0 only
             // when `max_delay` is, and then every delay is 0 whatever it reads.)
-            let previous = match (declared.jitter, self.previous) {
+            let previous = match (declared.jitter, self.notes.previous()) {
                 (Jitter::Decorrelated, 0) => self.base(),
                 (Jitter::Decorrelated, nanos) => Duration::from_nanos(nanos),
                 _ => Duration::ZERO,
@@ -53,7 +54,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         };
         // Kept whether or not the wait is allowed: a stop ends the call, which reads it no more.
         if declared.jitter == Jitter::Decorrelated {
-            self.previous = nanos(jittered);
+            self.notes.set_previous(nanos(jittered));
         }
         self.bounded(jittered, retry_after, declared.max_delay)
     }
