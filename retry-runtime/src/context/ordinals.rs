@@ -6,15 +6,15 @@
 //! allocator in the drop of every context, a call that a context without a table never makes,
 //! but whose presence alone costs every retryable call that calls nothing else its stack frame
 //! (a function that calls nothing keeps its locals below the stack pointer, with no frame to set
-//! up: see benches/README.md, issue 37). Handing a table on is a few stores and one
-//! compare-and-swap, in line.
+//! up: see benches/README.md, issue 37). Handing a table on is an exchange and a store, in
+//! line.
 //!
 //! The list holds no more tables than were alive at once: every table is made by
 //! [`Ordinals::make`], which frees the whole list first, so what waits in it at any time ended
 //! after the last table was made. The list is global, not per thread, because an async call can
 //! end on another thread than the one that made its table.
 
-use crate::sync::{AtomicPtr, Ordering, const_unless_loom};
+use crate::sync::{AtomicPtr, Ordering, const_unless_loom, wait_a_turn};
 use std::ptr;
 
 /// How many calls of each operation the current attempt of a call has made inside it, made by
@@ -22,7 +22,8 @@ use std::ptr;
 #[derive(Debug)]
 pub(super) struct Ordinals {
     counts: Vec<Count>,
-    /// The table retired before this one, once this one is in the list of retired tables.
+    /// The table retired before this one, once this one is in the list of retired tables
+    /// ([`unlinked`] until then).
     next: AtomicPtr<Ordinals>,
 }
 
@@ -41,7 +42,7 @@ impl Ordinals {
         RETIRED.free_all();
         Box::into_raw(Box::new(Ordinals {
             counts: Vec::new(),
-            next: AtomicPtr::new(ptr::null_mut()),
+            next: AtomicPtr::new(unlinked()),
         }))
     }
 
@@ -82,10 +83,17 @@ pub(super) unsafe fn retire(table: *mut Ordinals) {
 }
 
 /// The list of retired tables: a stack that contexts push onto and that [`Ordinals::make`]
-/// takes whole. Nothing is ever popped alone, so a push's compare-and-swap cannot mistake a
-/// freed and reused table for the head it read (the ABA problem of such stacks is in their pop).
+/// takes whole. A push is an exchange of the head and a store of the table's link, with no
+/// loop, so that it stays a few instructions in every context's drop; the link reads "not
+/// yet" ([`unlinked`]) in between, and whoever takes the list waits for it (a wait of two
+/// instructions, unless the pushing thread is preempted there). Nothing is ever popped alone.
 pub(super) struct Retired {
     head: AtomicPtr<Ordinals>,
+}
+
+/// A table's link before its push has written it: an address no table has.
+fn unlinked() -> *mut Ordinals {
+    ptr::dangling_mut()
 }
 
 impl Retired {
@@ -101,36 +109,42 @@ impl Retired {
     ///
     /// # Safety
     ///
-    /// `table` comes from `Box::into_raw`, and nothing else uses it after this.
+    /// `table` comes from [`Ordinals::make`] (its link [`unlinked`]), and nothing else uses it
+    /// after this.
     #[inline(always)]
     pub(super) unsafe fn push(&self, table: *mut Ordinals) {
-        let mut head = self.head.load(Ordering::Relaxed);
-        loop {
-            // SAFETY: the table is the caller's to give, and no other thread can see it until
-            // the exchange below publishes it.
-            unsafe { &*table }.next.store(head, Ordering::Relaxed);
-            // Release: whoever takes the list sees the table's counts and its `next`.
-            match self
-                .head
-                .compare_exchange_weak(head, table, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(now) => head = now,
-            }
-        }
+        // Release: whoever takes the list sees this table's counts. Acquire: the table it
+        // displaces was published to this thread, which hands it on through the link below.
+        let before = self.head.swap(table, Ordering::AcqRel);
+        // SAFETY: the table is the caller's to give; until this store, whoever took the list
+        // only waits on this field.
+        unsafe { &*table }.next.store(before, Ordering::Release);
     }
 
     /// Free every table in the list; how many there were.
     pub(super) fn free_all(&self) -> usize {
-        // Acquire: the pushes that put the tables in the list (a chain of read-modify-writes
-        // of `head`, so this synchronizes with each of them).
         let mut table = self.head.swap(ptr::null_mut(), Ordering::Acquire);
         let mut freed = 0;
         while !table.is_null() {
             // SAFETY: every table in the list was given up by its context (`push`), and taking
-            // the list whole made this thread its only owner.
-            let owned = unsafe { Box::from_raw(table) };
-            table = owned.next.load(Ordering::Relaxed);
+            // the list whole made this thread its only owner, but for the link its push may
+            // still be writing: read it (waiting for it) before freeing the table.
+            let next = {
+                let link = &unsafe { &*table }.next;
+                let mut turn = 0;
+                loop {
+                    // Acquire: the push that wrote the link, and through it the table linked.
+                    let next = link.load(Ordering::Acquire);
+                    if next != unlinked() {
+                        break next;
+                    }
+                    wait_a_turn(turn);
+                    turn += 1;
+                }
+            };
+            // SAFETY: as above; the link was its push's last use of the table.
+            drop(unsafe { Box::from_raw(table) });
+            table = next;
             freed += 1;
         }
         freed
@@ -192,7 +206,7 @@ mod loom_models {
                     thread::spawn(move || {
                         let table = Box::into_raw(Box::new(Ordinals {
                             counts: Vec::new(),
-                            next: AtomicPtr::new(ptr::null_mut()),
+                            next: AtomicPtr::new(unlinked()),
                         }));
                         // SAFETY: made here and not used after.
                         unsafe { list.push(table) };
