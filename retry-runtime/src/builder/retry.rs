@@ -482,7 +482,16 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with
     /// `sleep` between attempts (and timing attempts out with it).
-    pub async fn call_async_with<O, F, Fut, Sl, SlFut>(self, mut op: F, sleep: Sl) -> O
+    // A plain `fn` returning an `async move` block, not an `async fn`: an `async fn` moves its
+    // arguments into locals of its own at its start, a second copy of the builder in the
+    // future, stored on every call; the block uses what it captured in place. The builder's
+    // parts are taken apart at once, so that none is left half-moved in the future (each would
+    // need a drop flag, stored on every call).
+    pub fn call_async_with<O, F, Fut, Sl, SlFut>(
+        self,
+        mut op: F,
+        sleep: Sl,
+    ) -> impl Future<Output = O>
     where
         O: Outcome,
         F: FnMut() -> Fut,
@@ -494,14 +503,30 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         S: Equip<'p, O::Error>,
         T: TimeoutSlot<O::Error>,
     {
-        // The timeout by type, not as a run-time `Option`: an untimed builder's future then
-        // keeps no room for the timer and the timed attempt.
-        begin!(self, O => call, classifier, hook);
-        let timeout = self.timeout;
-        crate::retry_async!(call.after(&classifier, &mut hook) <- {
-            let out = call.attempt_timed(&timeout, op(), &sleep).await;
-            call.settle::<O, T>(&timeout, out)
-        }, sleep: &sleep)
+        async move {
+            let name = self.name();
+            let Retry {
+                policy,
+                classifier,
+                hook,
+                protection,
+                // The timeout by type, not as a run-time `Option`: an untimed builder's future
+                // then keeps no room for the timer and the timed attempt.
+                timeout,
+                ..
+            } = self;
+            let mut hook = crate::observe::observed(hook, name);
+            let call = crate::run::Call::new(policy, Hook::<O::Error>::wants_clock(&hook));
+            let mut call = Equip::<O::Error>::equip(&protection, call);
+            if let Err(refused) = Equip::<O::Error>::admit(&protection, &mut call) {
+                crate::observe::refused(&mut hook);
+                return O::failure(refused);
+            }
+            crate::retry_async!(call.after(&classifier, &mut hook) <- {
+                let out = call.attempt_timed(&timeout, op(), &sleep).await;
+                call.settle::<O, T>(&timeout, out)
+            }, sleep: &sleep)
+        }
     }
 
     /// Run the future `op` makes until one succeeds or the policy stops, sleeping with tokio.
