@@ -105,7 +105,7 @@ pub mod plumbing {
     pub use super::classifier::Borrowed;
     pub use super::hedging::{Event, Hedging, NextEvent};
     pub use super::hook::{Displayed, FmtFn};
-    pub use super::notes::{FullNotes, NoNotes, Notes};
+    pub use super::notes::{FullNotes, NoNotes, Notes, StartNotes};
     pub use super::outcome::{Conversion, ErrorOf};
     pub use super::protection::{
         Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected,

@@ -102,10 +102,10 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
     // and the constant's fields fold into the code.
     let setters = setters(false);
     let name = Ident::new("__RkPolicy", Span::mixed_site());
-    let notes = if notes_nothing(args) {
-        quote!(#krate::run::plumbing::NoNotes)
-    } else {
-        quote!(#krate::run::plumbing::FullNotes)
+    let notes = match notes(args) {
+        Notes::Nothing => quote!(#krate::run::plumbing::NoNotes),
+        Notes::Start => quote!(#krate::run::plumbing::StartNotes),
+        Notes::Full => quote!(#krate::run::plumbing::FullNotes),
     };
     (
         quote! {
@@ -125,17 +125,35 @@ pub(super) fn policy(args: &Args, krate: &Path, name: &TokenStream) -> (TokenStr
     )
 }
 
-/// Whether a call under the attribute's constant policy notes nothing between its attempts
-/// (`CallPolicy::Notes`): no deadline, decorrelated jitter or `nested = "once"` in the policy,
-/// and no hook, adaptive policy or attempt timeout around the call. Such a call stores none of
-/// its start time, previous sleep, limit or timeout flag when it starts, and an async one keeps
-/// none of them across its awaits.
-fn notes_nothing(args: &Args) -> bool {
-    args.word("jitter") != Some("Decorrelated")
-        && args.word("nested") != Some("Once")
-        && ["deadline", "on_failure", "adaptive", "attempt_timeout"]
+/// What a call under the attribute's constant policy notes between its attempts
+/// (`CallPolicy::Notes`), so that it stores none of the rest when it starts, and an async one
+/// keeps none of it across its awaits.
+enum Notes {
+    /// Nothing: no deadline, hook, decorrelated jitter, `nested = "once"`, adaptive policy or
+    /// attempt timeout.
+    Nothing,
+    /// The start time alone: a deadline or a hook, and none of the others.
+    Start,
+    /// The start time, the previous sleep, the limit and the timeout flag.
+    Full,
+}
+
+fn notes(args: &Args) -> Notes {
+    let full = args.word("jitter") == Some("Decorrelated")
+        || args.word("nested") == Some("Once")
+        || ["adaptive", "attempt_timeout"]
             .iter()
-            .all(|key| args.get(key).is_none())
+            .any(|key| args.get(key).is_some());
+    if full {
+        Notes::Full
+    } else if ["deadline", "on_failure"]
+        .iter()
+        .any(|key| args.get(key).is_some())
+    {
+        Notes::Start
+    } else {
+        Notes::Nothing
+    }
 }
 
 /// Whether `expr` is a path to a `static` or a `const` by Rust's naming (its last segment in

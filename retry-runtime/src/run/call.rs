@@ -241,7 +241,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 
     /// The most attempts this call makes; 0 for a nested `once` call that defers to the outer
     /// one after its single attempt (see [`once_limit`]).
-    #[inline]
+    #[inline(always)]
     fn max_attempts(&self) -> u32 {
         self.notes.max_attempts(self.policy.policy())
     }

@@ -9,12 +9,14 @@ use std::time::Instant;
 /// its previous sleep, its attempt limit and whether the running attempt timed out.
 ///
 /// A call's policy names the kind its calls keep ([`CallPolicy::Notes`](super::CallPolicy::Notes)):
-/// [`FullNotes`], or [`NoNotes`] for a constant policy that needs none of them, whose calls then
-/// store nothing of this when they start and keep nothing of it across the awaits of an async
-/// call (32 bytes of every such future). Type plumbing: sealed, implemented by those two only.
+/// [`FullNotes`]; or for a constant policy, [`StartNotes`] when only the start time is needed
+/// (a deadline, a hook), or [`NoNotes`] when none of them is. Their calls then store only what
+/// they need when they start, and keep only that across the awaits of an async call (32 bytes
+/// of every such future, or 16). Type plumbing: sealed, implemented by those three only.
 pub trait Notes: Copy + fmt::Debug + Send + Sync + 'static + sealed::Kept {}
 
 impl Notes for FullNotes {}
+impl Notes for StartNotes {}
 impl Notes for NoNotes {}
 
 /// What every call can keep: the start time (read when a deadline or a hook needs it), the
@@ -45,6 +47,15 @@ pub struct FullNotes {
 #[derive(Clone, Copy, Debug)]
 pub struct NoNotes {
     #[cfg(feature = "tracing")]
+    start: Option<Instant>,
+}
+
+/// The notes of a call whose policy is a constant without decorrelated jitter or
+/// `nested = "once"`, run without an adaptive policy or an attempt timeout, but with a deadline
+/// or a hook: the start time alone, which they need (the deadline is worked out from it, and
+/// [`Failure::elapsed`](super::Failure::elapsed) is measured from it).
+#[derive(Clone, Copy, Debug)]
+pub struct StartNotes {
     start: Option<Instant>,
 }
 
@@ -148,6 +159,58 @@ impl sealed::Kept for NoNotes {
         {
             None
         }
+    }
+
+    #[inline(always)]
+    fn previous(&self) -> u64 {
+        0
+    }
+
+    #[inline(always)]
+    fn set_previous(&mut self, nanos: u64) {
+        debug_assert!(
+            false,
+            "decorrelated jitter notes its previous sleep: FullNotes"
+        );
+        let _ = nanos;
+    }
+
+    #[inline(always)]
+    fn max_attempts(&self, policy: &RetryPolicy) -> u32 {
+        policy.attempts
+    }
+
+    #[inline(always)]
+    fn set_max_attempts(&mut self, max_attempts: u32) {
+        debug_assert!(false, "an adaptive policy notes its tuned limit: FullNotes");
+        let _ = max_attempts;
+    }
+
+    #[inline(always)]
+    fn take_timed_out(&mut self) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn set_timed_out(&mut self) {
+        debug_assert!(false, "an attempt timeout notes its timeouts: FullNotes");
+    }
+}
+
+// As for `NoNotes`, but for the start time.
+impl sealed::Kept for StartNotes {
+    #[inline(always)]
+    fn new(policy: &RetryPolicy, start: Option<Instant>, max_attempts: u32) -> Self {
+        debug_assert_eq!(
+            max_attempts, policy.attempts,
+            "a call whose limit is not its policy's (nested once) notes it: FullNotes"
+        );
+        StartNotes { start }
+    }
+
+    #[inline(always)]
+    fn start(&self) -> Option<Instant> {
+        self.start
     }
 
     #[inline(always)]

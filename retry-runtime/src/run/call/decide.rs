@@ -128,11 +128,10 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// Every allowed attempt has started.
     #[inline]
     pub(in crate::run) fn exhausted(&self) -> Option<StopReason> {
-        let max_attempts = self.max_attempts();
-        if self.attempt() < max_attempts {
+        if self.attempt() < self.max_attempts() {
             return None;
         }
-        if max_attempts == 0 {
+        if self.max_attempts() == 0 {
             return Some(StopReason::DeferredToOuter);
         }
         Some(StopReason::AttemptsExhausted)
