@@ -131,10 +131,19 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         if self.attempt() < self.max_attempts() {
             return None;
         }
-        if self.max_attempts() == 0 {
-            return Some(StopReason::DeferredToOuter);
-        }
-        Some(StopReason::AttemptsExhausted)
+        Some(limit_reached(self.max_attempts()))
+    }
+}
+
+/// The stop of a call that has started every attempt it may. Cold: inlined, which of the two
+/// it is was worked out before the branch, on every failed attempt that goes on.
+#[cold]
+#[inline(never)]
+fn limit_reached(max_attempts: u32) -> StopReason {
+    if max_attempts == 0 {
+        StopReason::DeferredToOuter
+    } else {
+        StopReason::AttemptsExhausted
     }
 }
 
