@@ -487,6 +487,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     // future, stored on every call; the block uses what it captured in place. The builder's
     // parts are taken apart at once, so that none is left half-moved in the future (each would
     // need a drop flag, stored on every call).
+    #[allow(clippy::manual_async_fn)]
     pub fn call_async_with<O, F, Fut, Sl, SlFut>(
         self,
         mut op: F,
