@@ -7,7 +7,7 @@
 //! | piece | what it is |
 //! | --- | --- |
 //! | [`Call`] | the state of one retried call, and every decision between its attempts ([`Call::after`]) |
-//! | [`CallPolicy`] | where a call finds its [`RetryPolicy`](crate::RetryPolicy): a reference, or a zero-sized type naming a constant; and what the call notes between attempts ([`Notes`]) |
+//! | [`CallPolicy`] | where a call finds its [`RetryPolicy`](crate::RetryPolicy): a reference, or a zero-sized type naming a constant; and what the call notes between attempts ([`Notes`](plumbing::Notes)) |
 //! | [`Classifier`] | what class a failed attempt's error has: [`ByTrait`] (its `Classify` impl), a function, [`WithRetryAfter`] |
 //! | [`Hook`] | what receives each [`Failure`] record: [`NoHook`], a function, [`observed`](crate::observe::observed) for `tracing` and `metrics` |
 //! | [`Outcome`] | the `Result` an attempt returns |

@@ -81,7 +81,7 @@ pub struct Call<'p, S = Unprotected, P: CallPolicy = &'p RetryPolicy> {
     ctx: CallCtx,
     /// The start time, the previous sleep, the attempt limit and whether the running attempt
     /// timed out, or nothing for a policy that needs none of them (see
-    /// [`Notes`](super::Notes)).
+    /// [`Notes`](super::plumbing::Notes)).
     notes: P::Notes,
     pub(super) protection: S,
 }

@@ -39,11 +39,11 @@ pub trait CallPolicy: Copy {
     /// another's attempt ([`operation_id`](crate::context::operation_id) of the function's path
     /// for `#[retryable]`; one shared value, 0, for the builder's closures).
     const OPERATION: u64 = 0;
-    /// What a call under this policy notes between its attempts: [`FullNotes`](super::FullNotes);
+    /// What a call under this policy notes between its attempts: [`FullNotes`](super::plumbing::FullNotes);
     /// or for a constant policy with no decorrelated jitter and no `nested = "once"`, whose
     /// calls run without an adaptive policy or an attempt timeout (debug builds check it),
-    /// [`StartNotes`](super::StartNotes) if it has a deadline or its calls a hook, else
-    /// [`NoNotes`](super::NoNotes). The calls then start without storing what they never read.
+    /// [`StartNotes`](super::plumbing::StartNotes) if it has a deadline or its calls a hook, else
+    /// [`NoNotes`](super::plumbing::NoNotes). The calls then start without storing what they never read.
     type Notes: Notes;
 }
 
