@@ -13,7 +13,8 @@ use std::borrow::Borrow;
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
-/// use retry_kit::run::{Call, CallPolicy, NoNotes};
+/// use retry_kit::run::plumbing::NoNotes;
+/// use retry_kit::run::{Call, CallPolicy};
 /// use retry_kit::RetryPolicy;
 ///
 /// #[derive(Clone, Copy)]
