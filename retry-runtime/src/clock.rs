@@ -45,16 +45,20 @@ fn real_now() -> Instant {
     Instant::now()
 }
 
-/// The wall-clock time on the clock this thread is following: the system's, moved by as much
-/// as [`now`] is ahead of (or behind) the system's monotonic clock, so that a paused or virtual
-/// clock moves it too. What work that outlives the process records (`RetryState`): a deadline
-/// that spans processes is measured on it.
+/// The wall-clock time on the clock this thread is following: the system's time when the
+/// process first asked, moved on by as much as [`now`] has moved since, so that a paused or
+/// virtual clock moves it too, and two readings at one instant of that clock agree to the
+/// nanosecond. What work that outlives the process records (`RetryState`): a deadline that
+/// spans processes is measured on it. (A step of the system clock after the first reading is
+/// not followed: the process keeps the wall clock it started with.)
 pub fn wall_now() -> std::time::SystemTime {
-    let (wall, real, followed) = (std::time::SystemTime::now(), Instant::now(), now());
-    if followed >= real {
-        wall.checked_add(followed - real).unwrap_or(wall)
+    static BASE: std::sync::OnceLock<(std::time::SystemTime, Instant)> = std::sync::OnceLock::new();
+    let (wall, at) = *BASE.get_or_init(|| (std::time::SystemTime::now(), Instant::now()));
+    let followed = now();
+    if followed >= at {
+        wall.checked_add(followed - at).unwrap_or(wall)
     } else {
-        wall.checked_sub(real - followed).unwrap_or(wall)
+        wall.checked_sub(at - followed).unwrap_or(wall)
     }
 }
 
