@@ -228,6 +228,24 @@ impl CallCtx {
         }
     }
 
+    /// Make `key` this call's idempotency key (a key made from the work's identity, or one
+    /// persisted by an earlier run): its attempts send it, and calls nested in them derive
+    /// theirs from it.
+    pub(crate) fn set_key(&self, key: IdempotencyKey) {
+        self.key.set(halves(key.0));
+    }
+
+    /// The key, drawn (or derived from the enclosing call's) now if no body has asked for it
+    /// yet: for a call that persists it before its first attempt.
+    pub(crate) fn key_now(&self) -> IdempotencyKey {
+        self.key_in(CURRENT.with(Cell::get))
+    }
+
+    /// Count `attempts` as made already (by earlier runs of the same work).
+    pub(crate) fn set_attempts(&self, attempts: u32) {
+        self.attempt.set(attempts);
+    }
+
     /// The key, for a context that is the current one (what `current_attempt` reads).
     fn key(&self) -> IdempotencyKey {
         self.key_in(self.parent.get() as *const CallCtx)
@@ -541,9 +559,7 @@ impl std::str::FromStr for IdempotencyKey {
 
     fn from_str(text: &str) -> Result<Self, String> {
         let bad = || {
-            format!(
-                "\"{text}\" is not an idempotency key: 32 hex digits, the last 16 not all zero"
-            )
+            format!("\"{text}\" is not an idempotency key: 32 hex digits, the last 16 not all zero")
         };
         if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());

@@ -64,7 +64,7 @@
 //! ```
 
 mod plan;
-mod record;
+pub(crate) mod record;
 mod state;
 #[cfg(feature = "serde")]
 pub(crate) mod wall;

@@ -39,6 +39,14 @@ pub enum StopReason {
     /// for a replay (longer than the bound, a stream, a source that failed). The HTTP front
     /// ends stop with it; the class still tells the breaker and the budget what happened.
     NotRepeatable,
+    /// The call hands its wait back instead of sleeping it ([`defer_after`](crate::builder::Durable::defer_after)):
+    /// the next wait was longer than the call may sleep, or the breaker is open. Run the call
+    /// again at `until` (a scheduler re-queues it), continuing from its
+    /// [`RetryState`](crate::durable::RetryState).
+    Deferred {
+        /// When the next attempt may start, on the wall clock of the process that stopped.
+        until: std::time::SystemTime,
+    },
 }
 
 impl StopReason {
@@ -55,6 +63,7 @@ impl StopReason {
             StopReason::DeferredToOuter => "deferred_to_outer",
             StopReason::AlreadyDone => "already_done",
             StopReason::NotRepeatable => "not_repeatable",
+            StopReason::Deferred { .. } => "deferred",
         }
     }
 }
@@ -91,13 +100,14 @@ impl StopReason {
             | StopReason::CircuitOpen
             | StopReason::RetryAfterTooLong
             | StopReason::DeferredToOuter
-            | StopReason::NotRepeatable => false,
+            | StopReason::NotRepeatable
+            | StopReason::Deferred { .. } => false,
         }
     }
 
     /// How many reasons there are: one more than the largest [`index`](Self::index).
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) const COUNT: usize = 10;
+    pub(crate) const COUNT: usize = 11;
 
     /// This reason's place in a table with one for each reason (the metrics' kept counters):
     /// `0..COUNT`, each reason its own. A new reason does not compile until it has one.
@@ -115,6 +125,7 @@ impl StopReason {
             StopReason::DeferredToOuter => 7,
             StopReason::AlreadyDone => 8,
             StopReason::NotRepeatable => 9,
+            StopReason::Deferred { .. } => 10,
         }
     }
 }
@@ -260,6 +271,9 @@ mod tests {
             StopReason::DeferredToOuter,
             StopReason::AlreadyDone,
             StopReason::NotRepeatable,
+            StopReason::Deferred {
+                until: std::time::UNIX_EPOCH,
+            },
         ]
         .into_iter()
         .find(|r| r.index() == i)
@@ -279,6 +293,11 @@ mod tests {
     fn every_reason_is_read_back_by_its_name() {
         for i in 0..StopReason::COUNT {
             let reason = by_index(i).unwrap();
+            if let StopReason::Deferred { .. } = reason {
+                // Carries a time: a run log records it as the retry it defers, never by name.
+                assert_eq!(StopReason::from_name(reason.as_str()), None);
+                continue;
+            }
             assert_eq!(StopReason::from_name(reason.as_str()), Some(reason));
         }
         assert_eq!(StopReason::from_name("bogus"), None);

@@ -151,6 +151,69 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     }
 }
 
+impl<'p, S, P: CallPolicy> Call<'p, S, P> {
+    /// Make this call's idempotency key the key of the work `value` names (what
+    /// `#[retryable(idempotency_key = ..)]` does): [`IdempotencyKey::of`](crate::IdempotencyKey::of) the value and this
+    /// call's operation, the same in every process that runs the same work.
+    pub fn keyed_by<K: std::hash::Hash + ?Sized>(&mut self, value: &K) {
+        self.ctx
+            .set_key(crate::IdempotencyKey::of(value, P::OPERATION));
+    }
+
+    /// Make `key` this call's idempotency key.
+    pub fn set_key(&mut self, key: crate::IdempotencyKey) {
+        self.ctx.set_key(key);
+    }
+
+    /// This call's idempotency key, drawn (or derived from an enclosing call's) now if no
+    /// attempt has asked for it yet: for a call that persists it before it sends anything.
+    pub fn key(&self) -> crate::IdempotencyKey {
+        self.ctx.key_now()
+    }
+}
+
+impl<'p, S, P: CallPolicy<Notes = super::plumbing::FullNotes>> Call<'p, S, P> {
+    /// Continue a call whose earlier attempts ran elsewhere (an earlier run of a task, in
+    /// this process or another), from what it persisted: its attempts made (the next attempt
+    /// is numbered after them and counts against the same limit), its previous sleep
+    /// (decorrelated jitter grows from it), its key, and the wall-clock start of its first
+    /// attempt, from which its deadline and [`Failure::elapsed`](super::Failure::elapsed) are
+    /// measured. Called before the first attempt of this run.
+    pub fn resume(&mut self, state: &crate::durable::RetryState) {
+        self.ctx.set_attempts(state.attempts);
+        if let Some(key) = state.key {
+            self.ctx.set_key(key);
+        }
+        let previous = state
+            .previous_delay
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let start = state.started.map(|started| {
+            let elapsed = clock::wall_now()
+                .duration_since(started)
+                .unwrap_or_default();
+            let now = clock::now();
+            now.checked_sub(elapsed).unwrap_or(now)
+        });
+        if let (Some(start), Some(budget)) = (start, self.policy.policy().deadline) {
+            let own = start.checked_add(budget);
+            self.ctx.deadline = match (own, self.ctx.deadline) {
+                (Some(own), Some(other)) => Some(own.min(other)),
+                (own, other) => own.or(other),
+            };
+        }
+        let start = start.or(Kept::start(&self.notes));
+        self.notes.resumed(start, previous);
+    }
+
+    /// The attempts made so far (by this run and the earlier ones it continues) and the
+    /// previous sleep: what a call persists when it ends.
+    pub fn progress(&self) -> (u32, Option<Duration>) {
+        let previous = self.notes.previous();
+        let previous = (previous != 0).then(|| Duration::from_nanos(previous));
+        (self.ctx.attempt(), previous)
+    }
+}
+
 impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     /// The same call with [`Protected`] state, whose adaptive part is `window`.
     #[inline]
@@ -197,6 +260,12 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
 }
 
 impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
+    /// How long until the call's breaker (if any) admits a probe: what a call that hands its
+    /// wait back says when the breaker refused it.
+    pub fn reopens_in(&self) -> Option<Duration> {
+        self.protection.reopens_in()
+    }
+
     /// Ask the breaker (if any) for the first attempt. On `Err`, make no attempt: return the
     /// refusal, converted into the call's error type.
     #[inline]

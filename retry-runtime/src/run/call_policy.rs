@@ -4,6 +4,7 @@
 use super::notes::{FullNotes, Notes};
 use crate::policy::RetryPolicy;
 use std::borrow::Borrow;
+use std::time::Duration;
 
 /// Where a [`Call`](super::Call) finds its policy: a reference to one, the policy itself (for a
 /// call kept in a future that cannot borrow it), or a zero-sized type naming a constant, which
@@ -46,6 +47,14 @@ pub trait CallPolicy: Copy {
     /// [`StartNotes`](super::plumbing::StartNotes) if it has a deadline or its calls a hook, else
     /// [`NoNotes`](super::plumbing::NoNotes). The calls then start without storing what they never read.
     type Notes: Notes;
+    /// The longest wait a call under this policy sleeps: a longer one, or a breaker that is
+    /// open, stops it with [`StopReason::Deferred`](crate::StopReason::Deferred) instead (the
+    /// builder's [`defer_after`](crate::builder::Durable::defer_after)). `None`, never deferring,
+    /// for every policy but that one: inlined, the question costs the others nothing.
+    #[inline(always)]
+    fn defer_after(&self) -> Option<Duration> {
+        None
+    }
 }
 
 impl CallPolicy for &RetryPolicy {

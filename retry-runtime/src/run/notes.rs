@@ -39,6 +39,15 @@ pub struct FullNotes {
     timed_out: bool,
 }
 
+impl FullNotes {
+    /// Continue the notes of a call whose earlier attempts ran elsewhere: it started at
+    /// `start` (as this process's clock reads it) and last slept `previous` nanoseconds.
+    pub(super) fn resumed(&mut self, start: Option<Instant>, previous: u64) {
+        self.start = start;
+        self.previous = previous;
+    }
+}
+
 /// The notes of a call whose policy is a constant without a deadline, decorrelated jitter or
 /// `nested = "once"`, run without a hook, an adaptive policy or an attempt timeout: nothing
 /// (the limit is the policy's), so that such a call, what `#[retryable]` makes of the plain

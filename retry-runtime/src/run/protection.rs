@@ -49,6 +49,11 @@ pub trait Protection<'p>: PanicSink + Holding + Sized {
     fn admit_poll(&mut self, verdict: Verdict) -> Verdict;
     /// Ask the breaker (if any) for the first attempt.
     fn admit(&mut self) -> Result<(), CircuitOpen>;
+    /// How long until the breaker (if any) admits a probe: what a call that defers rather
+    /// than stopping on an open breaker waits for. A slow path.
+    fn reopens_in(&self) -> Option<Duration> {
+        None
+    }
     /// Admit a hedge: an attempt started beside running ones when the hedge delay passes
     /// without an answer (see [`Hedge`](crate::builder::Hedge)). The rule, gRPC's: the budget and the
     /// breaker admit it as they would a retry with no wait (a hedge spends the retry tokens,
@@ -285,6 +290,12 @@ fn throttle_accepted(throttle: &AdaptiveThrottle) {
 }
 
 impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
+    fn reopens_in(&self) -> Option<Duration> {
+        self.breaker
+            .as_ref()
+            .and_then(|b| b.value().status().retry_after)
+    }
+
     #[inline]
     fn tuned(&self) -> Option<(Duration, f64)> {
         self.adaptive.tuned()

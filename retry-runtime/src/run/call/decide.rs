@@ -83,10 +83,14 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                         self.bounded(Duration::ZERO, retry_after, max_delay)
                     }
                 };
-                if answered {
+                let verdict = if answered {
                     self.protection.admit_poll(verdict)
                 } else {
                     self.protection.admit_retry(verdict)
+                };
+                match self.policy.defer_after() {
+                    Some(limit) => self.defer(verdict, limit),
+                    None => verdict,
                 }
             }
         };
@@ -101,6 +105,23 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             });
         }
         verdict
+    }
+
+    /// Hand the wait back instead of sleeping it (see [`CallPolicy::defer_after`]): a wait
+    /// longer than `limit`, or a breaker that is open, becomes a stop until the wait ends (or
+    /// the cool-down does).
+    #[cold]
+    #[inline(never)]
+    fn defer(&self, verdict: Verdict, limit: Duration) -> Verdict {
+        let wait = match verdict {
+            Ok(wait) if wait > limit => wait,
+            Err(StopReason::CircuitOpen) => self.protection.reopens_in().unwrap_or(Duration::ZERO),
+            verdict => return verdict,
+        };
+        let now = crate::clock::wall_now();
+        Err(StopReason::Deferred {
+            until: now.checked_add(wait).unwrap_or(now),
+        })
     }
 
     /// A stop decided by the class and the attempt count alone.
