@@ -114,12 +114,20 @@ async fn a_deadline_spans_processes_through_the_persisted_state() {
         Plan::Retry { after: S(60) }
     );
 
+    // 89 minutes in, a 60 s wait ends exactly at the deadline: allowed, as in the loop.
     tokio::time::advance(S(29 * 60)).await;
+    let mut at_the_edge = state.clone();
+    at_the_edge.start_attempt();
+    assert_eq!(
+        policy.plan(&mut at_the_edge, &reset()),
+        Plan::Retry { after: S(60) }
+    );
+    tokio::time::advance(S(1)).await;
     state.start_attempt();
     assert_eq!(
         policy.plan(&mut state, &reset()),
         Plan::Stop(StopReason::DeadlineExceeded),
-        "89 minutes in, a 60 s wait would end past the 90-minute deadline"
+        "89 min 1 s in, a 60 s wait would end past the 90-minute deadline"
     );
     assert_eq!(state.attempts(), 3);
 }
@@ -188,4 +196,212 @@ fn a_damaged_state_is_refused_with_what_is_wrong() {
         serde_json::from_str::<RetryState>(r#"{"attempts": 0}"#).unwrap(),
         RetryState::default()
     );
+}
+
+mod keyed {
+    //! `#[retryable(idempotency_key = ..)]` and the builder's `Durable`: keys from the work's
+    //! identity, calls resumed from a persisted state, waits handed back.
+    use retry_kit::durable::{Plan, RetryState};
+    use retry_kit::run::operation_id;
+    use retry_kit::{
+        Classify, IdempotencyKey, Jitter, Retry, RetryPolicy, StopReason, current_attempt,
+        retryable, testing,
+    };
+    use std::time::Duration;
+
+    const S: fn(u64) -> Duration = Duration::from_secs;
+
+    #[derive(Debug, Classify)]
+    #[classify(transient)]
+    struct Unavailable;
+
+    impl std::fmt::Display for Unavailable {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("unavailable")
+        }
+    }
+
+    #[retryable(attempts = 3, base = "0ms", idempotency_key = (date, "billing-export"))]
+    fn export(date: &str, keys: &mut Vec<IdempotencyKey>) -> Result<(), Unavailable> {
+        keys.push(current_attempt().unwrap().idempotency_key());
+        nested(keys)?;
+        if keys.len() < 4 {
+            Err(Unavailable)
+        } else {
+            Ok(())
+        }
+    }
+
+    #[retryable(attempts = 1)]
+    fn nested(keys: &mut Vec<IdempotencyKey>) -> Result<(), Unavailable> {
+        keys.push(current_attempt().unwrap().idempotency_key());
+        Ok(())
+    }
+
+    /// The key is a fixed function of the value and the function's path: the same on every
+    /// attempt and on every call with the same value (a re-run after a crash), another for
+    /// another value, and the nested call's key is derived from it the same way each time.
+    #[test]
+    fn a_key_from_the_work_is_the_same_on_every_run_and_nested_keys_follow_it() {
+        let (mut first, mut again, mut other) = (Vec::new(), Vec::new(), Vec::new());
+        export("2026-12-03", &mut first).unwrap();
+        export("2026-12-03", &mut again).unwrap();
+        export("2026-12-04", &mut other).unwrap();
+        let expected = IdempotencyKey::of(
+            &("2026-12-03", "billing-export"),
+            operation_id(concat!(module_path!(), "::export")),
+        );
+        // attempt 1: outer, nested; attempt 2: outer, nested.
+        assert_eq!([first[0], first[2]], [expected; 2]);
+        assert_eq!(
+            first[1], first[3],
+            "the nested call sends its key again on the retry"
+        );
+        assert_ne!(first[1], first[0]);
+        assert_eq!(first, again, "a re-run sends the same keys");
+        assert_ne!(other[0], first[0]);
+        assert_ne!(other[1], first[1]);
+    }
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy::exponential(S(1))
+            .jitter(Jitter::None)
+            .max_delay(S(3600))
+            .attempts(6)
+    }
+
+    /// A call resumed from a persisted state (written out and read back, as a scheduler
+    /// would) continues its attempt count, its key and its run log.
+    #[cfg(feature = "serde")]
+    #[test]
+    fn a_resumed_call_continues_count_key_and_log_across_a_persisted_state() {
+        let mut state = RetryState::default();
+        let mut numbers = Vec::new();
+        let (out, slept) = testing::record_sleeps(|| {
+            Retry::new(&policy())
+                .resume(&mut state)
+                .defer_after(S(3))
+                .call(|| {
+                    numbers.push(current_attempt().unwrap().number());
+                    Err::<(), _>(Unavailable)
+                })
+        });
+        assert!(out.is_err());
+        assert_eq!(slept, [S(1), S(2)]);
+        assert_eq!(numbers, [1, 2, 3]);
+        let key = state.idempotency_key().expect("the first run fixed a key");
+        let record = state.run_log().last().unwrap();
+        assert_eq!(record.next(), Plan::Retry { after: S(4) });
+        assert_eq!(record.error(), Some("unavailable"));
+
+        let persisted = serde_json::to_string(&state).unwrap();
+        let mut state: RetryState = serde_json::from_str(&persisted).unwrap();
+        let mut seen = Vec::new();
+        let (out, slept) = testing::record_sleeps(|| {
+            Retry::new(&policy())
+                .resume(&mut state)
+                .defer_after(S(60))
+                .call(|| {
+                    let attempt = current_attempt().unwrap();
+                    seen.push((attempt.number(), attempt.idempotency_key()));
+                    if attempt.number() < 5 {
+                        Err(Unavailable)
+                    } else {
+                        Ok(attempt.number())
+                    }
+                })
+        });
+        assert_eq!(out.unwrap(), 5);
+        assert_eq!(
+            slept,
+            [S(8)],
+            "attempt 4 failed: the backoff goes on from where it was"
+        );
+        assert_eq!(seen, [(4, key), (5, key)]);
+        let numbers: Vec<u32> = state.run_log().map(|r| r.number()).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5]);
+        assert_eq!(state.run_log().last().unwrap().next(), Plan::Done);
+        assert_eq!((state.attempts(), state.resume_at()), (5, None));
+    }
+
+    /// A deferral is a stop the hook sees as `Deferred { until }`, with `until` the end of the
+    /// wait it hands back; without `defer_after` the same wait is slept.
+    #[test]
+    fn a_wait_over_the_limit_is_handed_back_as_deferred() {
+        let mut reasons = Vec::new();
+        let mut state = RetryState::default();
+        let (_, slept) = testing::record_sleeps(|| {
+            Retry::new(&policy())
+                .on_failure(|f: &retry_kit::Failure<'_, Unavailable>| reasons.push(f.next))
+                .resume(&mut state)
+                .defer_after(S(1))
+                .call(|| Err::<(), _>(Unavailable))
+        });
+        assert_eq!(slept, [S(1)]);
+        let Some(retry_kit::Next::Stop(StopReason::Deferred { until })) = reasons.last().copied()
+        else {
+            panic!("{reasons:?}");
+        };
+        assert_eq!(state.resume_at(), Some(until));
+        assert_eq!(state.attempts(), 2);
+    }
+
+    /// An open breaker is handed back too, until it admits a probe; its refusal of the first
+    /// attempt sends nothing and records nothing.
+    #[test]
+    fn an_open_breaker_is_handed_back_until_it_admits_a_probe() {
+        static BREAKER: retry_kit::CircuitBreaker =
+            retry_kit::CircuitBreaker::new(1, Duration::from_secs(30));
+        #[derive(Debug, Classify)]
+        enum Down {
+            #[classify(transient)]
+            Unavailable,
+            #[classify(delegate)]
+            Open(retry_kit::CircuitOpen),
+        }
+        impl From<retry_kit::CircuitOpen> for Down {
+            fn from(open: retry_kit::CircuitOpen) -> Self {
+                Down::Open(open)
+            }
+        }
+        impl std::fmt::Display for Down {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{self:?}")
+            }
+        }
+        testing::record_sleeps(|| {
+            let mut state = RetryState::default();
+            let out = Retry::new(&policy())
+                .circuit(&BREAKER)
+                .resume(&mut state)
+                .defer_after(S(60))
+                .call(|| Err::<(), _>(Down::Unavailable));
+            assert!(matches!(out, Err(Down::Unavailable)));
+            assert_eq!(
+                state.attempts(),
+                1,
+                "the failure opened the breaker: handed back"
+            );
+            assert_eq!(
+                state.run_log().last().unwrap().next(),
+                Plan::Retry { after: S(30) }
+            );
+
+            let mut calls = 0;
+            let out = Retry::new(&policy())
+                .circuit(&BREAKER)
+                .resume(&mut state)
+                .defer_after(S(60))
+                .call(|| {
+                    calls += 1;
+                    Ok::<_, Down>(())
+                });
+            assert!(matches!(out, Err(Down::Open(_))));
+            assert_eq!(calls, 0);
+            assert_eq!((state.attempts(), state.run_log().count()), (1, 1));
+            let due = state.resume_at().unwrap();
+            let wait = due.duration_since(std::time::SystemTime::now()).unwrap();
+            assert!(wait <= S(30) && wait > S(29), "{wait:?}");
+        });
+    }
 }

@@ -40,6 +40,7 @@ mod vocabulary;
 /// | `already_done` | path to `fn(E) -> Result<T, E>` | none | what an `AlreadyDone` error becomes (a receipt rebuilt from the duplicate); without it the error is returned |
 /// | `hedge` | duration string | none | async and `idempotent` only: if an attempt has not answered after this long, start the next beside it (up to `attempts` in all; `"0ms"` starts them all at once); the first success wins, the others are dropped; a retryable failure starts the next at once, as gRPC's hedging does (`backoff`, `base` and `jitter` then pace only `retry_if` polls; a retry-after is waited out) |
 /// | `key` | expression (may use the arguments) | none | with `circuit`/`budget` naming a `static PerKey<..>`: which breaker or budget this call uses (a host, a partition, a tenant) |
+/// | `idempotency_key` | expression (may use the arguments) of a `Hash` type | none (128 random bits per call) | the call's idempotency key is a fixed function of this value and the function's path, the same in every process, build and platform: a task re-run after a crash sends the key its first run sent |
 /// | `crate` | path | `::retry_kit` | where the generated code finds the runtime |
 ///
 /// Durations are exact: `"1.5s"` is 1 500 000 000 ns; a value finer than a nanosecond or longer

@@ -8,12 +8,14 @@
 //! [`RetryPolicy::call`]: crate::RetryPolicy::call
 
 mod already_done;
+mod durable;
 mod hedge;
 mod policy_call;
 mod retry;
 mod retry_if;
 
 pub use already_done::{AlreadyDone, HedgeAlreadyDone};
+pub use durable::Durable;
 pub use hedge::{Hedge, HedgeNotIdempotent};
 pub use retry::{BreakerWith, Retry};
 pub use retry_if::RetryIf;

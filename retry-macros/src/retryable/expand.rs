@@ -233,6 +233,12 @@ fn expand(
             None => run,
         };
         let timed_setup = &protection.timed_setup;
+        // The key of the work the value names, evaluated once per call: at the value, so that
+        // a value that cannot be hashed is reported there.
+        let keyed = match args.expr("idempotency_key") {
+            Some(value) => quote_spanned!(value.span()=> #call.keyed_by(&(#value));),
+            None => TokenStream::new(),
+        };
         quote!({
             #policy_setup
             let #classifier = #classify;
@@ -242,6 +248,7 @@ fn expand(
             };
             #protection_setup
             #start
+            #keyed
             #timed_setup
             #run
         })

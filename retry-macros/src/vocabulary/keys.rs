@@ -347,6 +347,19 @@ pub(crate) const KEYS: &[Key] = &[
         ],
     },
     Key {
+        name: "idempotency_key",
+        takes: Takes::Expr,
+        example: "idempotency_key = (interval.date, \"billing-export\")",
+        on_policy: false,
+        excludes: &[],
+        instead: "",
+        doc: [
+            "expression (may use the arguments) of a `Hash` type",
+            "none (128 random bits per call)",
+            "the call's idempotency key is a fixed function of this value and the function's path, the same in every process, build and platform: a task re-run after a crash sends the key its first run sent",
+        ],
+    },
+    Key {
         name: "crate",
         takes: Takes::Path("the facade crate, such as `crate = ::retry_kit`"),
         example: "crate = ::retry_kit",
@@ -407,6 +420,8 @@ pub(crate) const SYNONYMS: &[(&str, &str)] = &[
     ("hedging", "hedge"),
     ("hedge_after", "hedge"),
     ("hedge_delay", "hedge"),
+    ("idempotency", "idempotency_key"),
+    ("dedup_key", "idempotency_key"),
     ("speculative", "hedge"),
 ];
 
