@@ -41,7 +41,7 @@ pub(crate) struct CallCtx {
     /// operation (see the module docs), which deriving the key needs and nothing needs after: so
     /// the operation takes no word of its own in every async retryable future (see
     /// benches/README.md, future sizes), and starting a call stores one constant here. Not an
-    /// `Option<u128>`: that is 32 bytes aligned to 16.
+    /// `Option<u128>`: that is twice the size, and aligned to 16.
     key: Cell<[u64; 2]>,
     /// The effective deadline: this call's own and the one inherited from an enclosing call,
     /// whichever comes first.

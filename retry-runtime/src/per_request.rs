@@ -237,8 +237,8 @@ impl<H, T> HttpSettings<H, T> {
 
     /// One request's policy: idempotent by its method or its `Idempotency-Key` (added first to
     /// a `POST` or `PATCH` when asked).
-    // In line, with `request_policy`: out of line, the 72-byte policy was copied in and out of
-    // each call on every request.
+    // In line, with `request_policy`: out of line, the policy was copied in and out of each
+    // call on every request (benches/README.md, "the HTTP layer's named future").
     #[inline]
     pub(crate) fn policy_for(
         &self,
@@ -251,8 +251,8 @@ impl<H, T> HttpSettings<H, T> {
     /// One request's breaker and budget; `authority` is computed only for a `PerKey`.
     #[inline]
     pub(crate) fn held_for(&self, authority: impl FnOnce() -> Authority) -> Held {
-        // Neither set: nothing to choose, and no call into the choosing (33 instructions a
-        // request when it was made anyway, by callgrind).
+        // Neither set: nothing to choose, and no call into the choosing (it cost every request
+        // when it was made anyway: benches/README.md, `layer/http_retry`).
         if self.circuit.is_none() && self.budget.is_none() {
             return (None, None, None);
         }

@@ -270,8 +270,8 @@ where
         // An async block, so that a breaker's refusal of the first attempt (`begin!` returns
         // it) ends the loop, not `handle`.
         // Each attempt sends a copy of a request that can go again; a streamed one is taken by
-        // its one attempt. One slot for both (two `Option<Request>`s made the future some
-        // 300 bytes larger, copied with it).
+        // its one attempt. One slot for both (two `Option<Request>`s made the future larger,
+        // and it is copied whole: benches/README.md, "RetryMiddleware against reqwest-retry").
         let mut request = Some(req);
         // Pinned in place and awaited through the pin: a future awaited by value is kept twice
         // in this one (where it is made and where it is awaited), and this one is boxed for

@@ -23,13 +23,13 @@ pub(super) enum Outcome {
 pub struct CircuitPermit<'b> {
     breaker: Option<&'b CircuitBreaker>,
     /// The breaker's generation when the permit was given (30 bits, see `Word`), in the top
-    /// bit whether it is a probe, and in the next whether a retry loop holds it. One word, not a `u32` and a `bool`: moving the permit
-    /// into a call then read the `bool` back with a 4-byte load after a 1-byte store, a
-    /// store-to-load forwarding stall on every protected call.
+    /// bit whether it is a probe, and in the next whether a retry loop holds it. One word, not
+    /// a `u32` and a `bool`: moving the permit into a call then read the `bool` back with a
+    /// wide load after a narrow store, a store-to-load forwarding stall on every protected call.
     /// In the upper half, for a `PerKey` entry, the key's tenancy the permit was given under
     /// (0 for a breaker of its own): still one word beside the reference, as before it was
-    /// added (two `u32` fields made `try_acquire`'s result go through memory, +12 instructions
-    /// a call on a `static` breaker).
+    /// added (two `u32` fields made `try_acquire`'s result go through memory on every call on a
+    /// `static` breaker; benches/README.md, `protection/breaker`).
     stamp: u64,
 }
 

@@ -55,8 +55,8 @@ pub struct FleetBudget {
     /// This value's member of the node it joined: its local bucket and exchange state.
     joined: OnceLock<Arc<BudgetMember>>,
     /// The same member for the hot path: one relaxed-cost load (acquire, which is a plain load
-    /// on x86-64 and on ARMv8 an `ldar`) and a null check, where `OnceLock::get` cost a call
-    /// 19 instructions more than a `RetryBudget` (`benches/instructions.sh protection`).
+    /// on x86-64 and on ARMv8 an `ldar`) and a null check, where `OnceLock::get` cost every
+    /// call a call of its own (benches/README.md, the fleet's cost rows).
     /// Published only after `joined` holds the `Arc` it points into, never changed after.
     local: AtomicPtr<BudgetMember>,
 }

@@ -3,7 +3,7 @@
 //!
 //! A full table gives a new key the place of the key it forgets, wherever that place is, so a
 //! key's place is soon anywhere: scanning from the key's home place read half the table on
-//! average (some 120 instructions a hit in a full table of 64). The index is an open-addressing
+//! average (benches/README.md, `protection/per_key`). The index is an open-addressing
 //! table of `2 N` buckets (linear probing, so at most half full), each the place of one key and
 //! 16 bits of its hash. It is changed only under the table's insertion lock, and read without
 //! one as a hint: a lookup checks the place it names against the key's whole hash, and scans

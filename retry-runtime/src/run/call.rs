@@ -105,8 +105,8 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     /// (for [`Failure::elapsed`](super::Failure::elapsed)); pass the hook's [`Hook::wants_clock`].
     // Always inlined, so that with a `const` policy and no hook the clock branches fold away
     // and the success path is a thread-local read and a few stores. The clock work is in line
-    // too: out of line, its prologue and a 32-byte return through memory cost a call with a
-    // hook or a deadline more than the arithmetic.
+    // too: out of line, its prologue and a return through memory cost a call with a hook or
+    // a deadline more than the arithmetic.
     #[inline(always)]
     pub fn new(policy: P, needs_clock: bool) -> Self {
         let source = policy;

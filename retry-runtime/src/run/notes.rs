@@ -11,8 +11,9 @@ use std::time::Instant;
 /// A call's policy names the kind its calls keep ([`CallPolicy::Notes`](super::CallPolicy::Notes)):
 /// [`FullNotes`]; or for a constant policy, [`StartNotes`] when only the start time is needed
 /// (a deadline, a hook), or [`NoNotes`] when none of them is. Their calls then store only what
-/// they need when they start, and keep only that across the awaits of an async call (32 bytes
-/// of every such future, or 16). Type plumbing: sealed, implemented by those three only.
+/// they need when they start, and keep only that across the awaits of an async call (the
+/// futures' sizes are pinned by `tests/allocations.rs`). Type plumbing: sealed, implemented by
+/// those three only.
 pub trait Notes: Copy + fmt::Debug + Send + Sync + 'static + sealed::Kept {}
 
 impl Notes for FullNotes {}
@@ -26,7 +27,7 @@ impl Notes for NoNotes {}
 #[derive(Clone, Copy, Debug)]
 pub struct FullNotes {
     start: Option<Instant>,
-    /// In nanoseconds, saturating: 8 bytes instead of a `Duration`'s 16. 0 is "none yet", read
+    /// In nanoseconds, saturating: one word instead of a `Duration`'s two. 0 is "none yet", read
     /// as the first delay, so that starting a call converts nothing.
     previous: u64,
     /// With one special value: 0 is a call nested inside another's attempt under

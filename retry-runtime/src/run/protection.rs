@@ -163,7 +163,7 @@ pub struct Protected<'p, W = NoWindow> {
 
 /// The adaptive part of a call's [`Protected`] state: [`NoWindow`] for a call without an
 /// adaptive policy, which then carries nothing for one across its awaits (the state of an
-/// adaptive call is 56 bytes), or [`Adapted`].
+/// adaptive call is several words), or [`Adapted`].
 pub trait Window {
     /// What an attempt's [`AttemptHold`] keeps of it: when the attempt started, or nothing.
     type Started;
@@ -376,9 +376,8 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
         }
         verdict
     }
-    // Always in line: out of line (36 instructions, the compiler's choice) the protection was
-    // reloaded from memory after it, so the absent adaptive policy was checked again on every
-    // attempt.
+    // Always in line: out of line (the compiler's choice) the protection was reloaded from
+    // memory after it, so the absent adaptive policy was checked again on every attempt.
     #[inline(always)]
     fn admit(&mut self) -> Result<(), CircuitOpen> {
         if let Some(breaker) = self.breaker {

@@ -95,7 +95,7 @@ macro_rules! retry_async {
                 }
             };
             if !$crate::clock::virtual_sleep(delay) && !delay.is_zero() {
-                // Boxed: a sleep (tokio's is 96 bytes) held in place would size every retryable
+                // Boxed: a sleep (tokio's is large) held in place would size every retryable
                 // future for the wait, though a call that succeeds never waits; an allocation
                 // per wait is small beside the timer's own registration.
                 ::std::boxed::Box::pin(($sleep)(delay)).await;
