@@ -285,7 +285,7 @@ fn a_builder_debugs_with_its_budget() {
     let debug = format!("{:?}", Retry::new(&policy).budget(&budget));
     assert!(
         debug.contains(
-            "protection: Shared { circuit: NoCircuit, budget: Some(RetryBudget { name: Some(\"search\")"
+            "protection: Protections { circuit: NoCircuit, budget: Some(RetryBudget { name: Some(\"search\")"
         ),
         "{debug}"
     );

@@ -188,7 +188,7 @@ fn meter_named(name: &'static str) -> Option<&'static Meter> {
 /// const POLICY: RetryPolicy = RetryPolicy::new().attempts(2);
 ///
 /// let mut hook = observed_as(NoHook, &LOAD);
-/// let mut call = Call::new(&POLICY, Hook::<io::Error>::wants_clock(&hook));
+/// let mut call = Call::for_hook::<io::Error, _>(&POLICY, &hook);
 /// let out: io::Result<u32> =
 ///     retry_sync!(call.after(&ByTrait, &mut hook) <- call.attempt_sync(|| Ok(1)));
 /// assert_eq!(out.unwrap(), 1);

@@ -72,8 +72,8 @@ pub use crate::per_request::{BudgetChoice, BudgetForEachRequest, Chosen, ForEach
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
+use crate::run::equip::Protections;
 use crate::run::plumbing::TimeoutSlot;
-use crate::run::shared::Shared;
 use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{Hook, NoHook};
 use ::http::Extensions;
@@ -283,11 +283,11 @@ where
                 .retry
                 .clone()
                 .with_policy(&policy)
-                .with_protection(Shared::chosen(circuit, budget, throttle))
+                .with_protection(Protections::chosen(circuit, budget, throttle))
                 .classify(MiddlewareClassifier { repeatable });
             let timeout = &retry.timeout.slot();
             let sleep = clock::tokio_sleep;
-            begin!(retry, Result<Response, Attempted> => call, classifier, hook);
+            begin!(retry, Result<Response, Attempted> => call, classifier, hook else return);
             crate::retry_async!(call.after(&classifier, &mut hook) <-
                 {
                     let out = call.attempt_timed(timeout, attempt(

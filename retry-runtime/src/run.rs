@@ -11,7 +11,7 @@
 //! | [`Classifier`] | what class a failed attempt's error has: [`ByTrait`] (its `Classify` impl), a function, [`WithRetryAfter`] |
 //! | [`Hook`] | what receives each [`Failure`] record: [`NoHook`], a function, [`observed`](crate::observe::observed) for `tracing` and `metrics` |
 //! | [`Outcome`] | the `Result` an attempt returns |
-//! | [`Shared`], [`Equip`] | the breaker, budget and adaptive policy a front end fits to each call, one way for all |
+//! | [`Protections`], [`Equip`] | the breaker, budget and adaptive policy a front end fits to each call, one way for all |
 //! | [`NoTimeout`], [`AttemptTimeout`] | an attempt's timeout by type (or a limit with its own conversion, see [`TimeoutSlot`](plumbing::TimeoutSlot)) |
 //! | [`retry_sync!`], [`retry_async!`], [`retry_hedged!`] | the loops, written once: each attempt is an expression made afresh inside the loop |
 //! | [`plumbing`] | the types that appear in the engine's signatures (slots, holds, the hedged attempts in flight): named in bounds and struct fields, rarely written |
@@ -22,7 +22,7 @@
 //!
 //! What `#[retryable(attempts = 3)]` makes of a sync function, written by hand (the attribute
 //! also passes the hook the error's `Display`, and names the policy by a zero-sized type so
-//! that it is a constant). With a breaker, equip the call through [`Equip`] (see [`Shared`])
+//! that it is a constant). With a breaker, equip the call through [`Equip`] (see [`Protections`])
 //! and, when the breaker refuses the first attempt, report it with
 //! [`observe::refused`](crate::observe::refused) before returning, as the attribute does.
 //!
@@ -39,7 +39,7 @@
 //!     let mut hook = observed(NoHook, "read");
 //!     // Read the clock at the start only if the hook wants `Failure::elapsed` (a real
 //!     // `on_failure` function does; `NoHook` does when a `tracing` subscriber listens).
-//!     let mut call = Call::new(&POLICY, Hook::<io::Error>::wants_clock(&hook));
+//!     let mut call = Call::for_hook::<io::Error, _>(&POLICY, &hook);
 //!     retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(|| {
 //!         // The function's body, unchanged: it borrows `path` and `tries` afresh each attempt.
 //!         *tries += 1;
@@ -67,6 +67,7 @@
 mod call;
 pub(crate) mod call_policy;
 pub(crate) mod classifier;
+pub(crate) mod equip;
 pub(crate) mod hedging;
 pub(crate) mod hook;
 mod notes;
@@ -74,7 +75,6 @@ pub(crate) mod outcome;
 pub(crate) mod protection;
 pub(crate) mod retry_if;
 mod retry_loop;
-pub(crate) mod shared;
 pub(crate) mod timeout;
 
 // What a loop written by hand and the builders need.
@@ -82,9 +82,9 @@ pub use crate::stop::{Failure, Next, StopReason};
 pub use call::Call;
 pub use call_policy::CallPolicy;
 pub use classifier::{ByTrait, Classifier, WithRetryAfter};
+pub use equip::{Equip, Protections};
 pub use hook::{Hook, NoHook};
 pub use outcome::Outcome;
-pub use shared::{Equip, Shared};
 pub use timeout::{AttemptTimeout, NoTimeout};
 // The loops and what they use from beside the engine: the default sleep and the operation's
 // name for nested keys. (The front ends' reporting, which observes the engine, is
@@ -100,9 +100,16 @@ pub use crate::{retry_async, retry_hedged, retry_sync};
 /// the steps of a hand-written future) and is named in bounds and struct fields rather than
 /// written in a loop. The loops and the layers use these; a loop written by hand rarely does.
 pub mod plumbing {
-    pub use super::call::{Ended, InAttempt, Then};
+    pub use super::call::{Ended, InAttempt};
     pub use super::call_policy::AsPolicy;
     pub use super::classifier::Borrowed;
+    #[cfg(feature = "tower")]
+    pub use super::equip::StaticBudget;
+    pub use super::equip::{
+        AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot,
+        HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Static,
+        ThrottleSlot, WithAdaptive, WithBudget, WithCircuit,
+    };
     pub use super::hedging::{Event, Hedging, NextEvent};
     pub use super::hook::{Displayed, FmtFn};
     pub use super::notes::{FullNotes, NoNotes, Notes, StartNotes};
@@ -110,13 +117,6 @@ pub mod plumbing {
     pub use super::protection::{
         Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected,
         Window,
-    };
-    #[cfg(feature = "tower")]
-    pub use super::shared::StaticBudget;
-    pub use super::shared::{
-        AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot,
-        HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Static,
-        ThrottleSlot, WithAdaptive, WithBudget, WithCircuit,
     };
     pub use super::timeout::{HoldsTimedOut, MaybeTimer, Timed, TimeoutSlot, Untimed};
     pub use crate::stop::Verdict;
@@ -129,8 +129,8 @@ pub mod plumbing {
 pub mod expand {
     pub use super::call_policy::{expect_policy, policy_of};
     pub use super::classifier::{class_of, resolve_already_done};
+    pub use super::equip::{circuit_open, refusal_of};
     pub use super::outcome::ErrorOf;
     pub use super::retry_if::{IfRejected, Rejected, RejectedOf, accept_rejected, reject_if};
-    pub use super::shared::{circuit_open, refusal_of};
     pub use super::timeout::timed_out;
 }

@@ -120,9 +120,9 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
+use crate::run::equip::{CallState, IntoShared, Static, StaticBudget, WithBudget, WithCircuit};
 use crate::run::plumbing::{HoldsCircuitOpen, HoldsTimedOut};
 use crate::run::protection::Unprotected;
-use crate::run::shared::{CallState, IntoShared, Static, StaticBudget, WithBudget, WithCircuit};
 use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{ByTrait, Classifier};
 use crate::run::{Hook, NoHook};
@@ -312,7 +312,7 @@ impl<Svc, C, H, S, T> RetryService<Svc, C, H, S, T> {
             let protection = retry.protection.equipped(<_ as From<CircuitOpen>>::from);
             let retry = retry.with_policy(&policy).with_protection(protection);
             let sleep = clock::tokio_sleep;
-            begin!(retry, Result<Svc::Response, Svc::Error> => call, classifier, hook);
+            begin!(retry, Result<Svc::Response, Svc::Error> => call, classifier, hook else return);
             let mut ready = true;
             crate::retry_async!(call.after(&classifier, &mut hook) <-
                 {

@@ -131,7 +131,11 @@ fn expand(
     let protection = Protection::new(args, &krate, &call, &hook, &ret);
     let start = protection.start(
         &call,
-        quote!(#krate::run::Call::new(#policy_ref, #needs_clock)),
+        quote!(if #needs_clock {
+            #krate::run::Call::clocked(#policy_ref)
+        } else {
+            #krate::run::Call::new(#policy_ref)
+        }),
     );
     let protection_setup = &protection.setup;
     let prelude = fresh::prelude(

@@ -26,7 +26,7 @@ pub(super) struct Protection {
     pub(super) timeout: Option<Ident>,
 }
 
-/// What equips the new call: the `Shared` protection (a temporary each time it is needed, never
+/// What equips the new call: the `Protections` protection (a temporary each time it is needed, never
 /// a local: a borrowed local would be kept in an async retryable future across every await)
 /// and the error type `Equip` is asked for.
 struct Equipped {
@@ -52,7 +52,7 @@ impl Protection {
 
     pub(super) fn new(args: &Args, krate: &Path, call: &Ident, hook: &Ident, ret: &Type) -> Self {
         let mut setup = TokenStream::new();
-        // `.adaptive(..)`, `.circuit(..)` and `.budget(..)` on a `Shared` protection.
+        // `.adaptive(..)`, `.circuit(..)` and `.budget(..)` on a `Protections` protection.
         let mut shared = TokenStream::new();
         // What admitting the first attempt needs: the breaker, and of the budget only its
         // type (`run::expand::refusal_of`), so that the budget is not read a second time.
@@ -145,8 +145,8 @@ impl Protection {
             };
             admit_shared.extend(quote_spanned!(path.span()=> .#method(#admitted)));
         }
-        let shared_value = quote!(#krate::run::Shared::new() #shared);
-        let admit_value = quote!(#krate::run::Shared::new() #admit_shared);
+        let shared_value = quote!(#krate::run::Protections::new() #shared);
+        let admit_value = quote!(#krate::run::Protections::new() #admit_shared);
         let error = quote!(#krate::run::expand::ErrorOf<#ret>);
         let equip = if shared.is_empty() {
             None

@@ -7,8 +7,8 @@
 use super::hedge::Hedge;
 use super::retry::{Retry, rebuild};
 use crate::run::classifier::{Borrowed, Classifier, resolve_already_done};
+use crate::run::equip::Equip;
 use crate::run::hook::Hook;
-use crate::run::shared::Equip;
 use crate::run::timeout::{TimeoutSlot, Untimed};
 use std::future::Future;
 use std::time::Duration;

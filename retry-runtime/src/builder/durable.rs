@@ -10,10 +10,10 @@ use crate::durable::record::bounded_text;
 use crate::durable::{AttemptRecord, Plan, RetryState};
 use crate::policy::RetryPolicy;
 use crate::run::classifier::Classifier;
+use crate::run::equip::Equip;
 use crate::run::hook::{FmtFn, Hook};
 use crate::run::outcome::Outcome;
 use crate::run::plumbing::FullNotes;
-use crate::run::shared::Equip;
 use crate::run::timeout::{TimeoutSlot, Untimed};
 use crate::run::{Call, CallPolicy};
 use crate::stop::{Failure, Next, StopReason};
@@ -179,7 +179,7 @@ impl<'p, 's, C, H, S, T> Durable<'p, 's, C, H, S, T> {
             defer,
         };
         // The records carry times: the clock is read whatever the builder's hook wants.
-        let call = Call::new(policy, true);
+        let call = Call::starting(policy, true);
         let mut call = Equip::<O::Error>::equip(&retry.protection, call);
         start(&mut call, key, state.as_deref_mut());
         if let Err(refused) = Equip::<O::Error>::admit(&retry.protection, &mut call) {
@@ -246,7 +246,7 @@ impl<'p, 's, C, H, S, T> Durable<'p, 's, C, H, S, T> {
             policy: retry.policy,
             defer,
         };
-        let call = Call::new(policy, true);
+        let call = Call::starting(policy, true);
         let mut call = Equip::<O::Error>::equip(&retry.protection, call);
         start(&mut call, key, state.as_deref_mut());
         if let Err(refused) = Equip::<O::Error>::admit(&retry.protection, &mut call) {

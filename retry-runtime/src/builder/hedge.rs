@@ -4,9 +4,9 @@
 
 use super::retry::{Retry, begin};
 use crate::run::classifier::Classifier;
+use crate::run::equip::Equip;
 use crate::run::hook::Hook;
 use crate::run::outcome::Outcome;
-use crate::run::shared::Equip;
 use crate::run::timeout::TimeoutSlot;
 
 use std::future::Future;
@@ -139,7 +139,7 @@ impl<'p, C, H, S, T> Hedge<'p, C, H, S, T> {
     {
         let Hedge { retry, after } = self;
         let timeout = &retry.timeout;
-        begin!(retry, O => call, classifier, hook);
+        begin!(retry, O => call, classifier, hook else return);
         crate::retry_hedged!(call.after_hedged(&classifier, &mut hook) <- op(),
             outcome: O, timeout: timeout, then: |out| out, sleep: &sleep, hedge: after)
     }

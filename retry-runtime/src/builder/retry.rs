@@ -8,10 +8,10 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
 use crate::run::classifier::{ByTrait, Classifier};
+use crate::run::equip::{AsBudget, Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
 use crate::run::hook::{Displayed, Hook, NoHook};
 use crate::run::outcome::{Conversion, Outcome};
 use crate::run::protection::Unprotected;
-use crate::run::shared::{AsBudget, Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
 use crate::run::timeout::{AttemptTimeout, NoTimeout, TimeoutSlot, Untimed};
 use std::future::Future;
 use std::time::Duration;
@@ -21,16 +21,16 @@ pub type BreakerWith<'p, E> = (&'p CircuitBreaker, Conversion<CircuitOpen, E>);
 
 /// Start one call of `$retry` for outcomes `$outcome`: the engine `$call`, equipped with the
 /// builder's protection, the classifier and the observed hook, as locals of the caller; a
-/// breaker that refuses the first attempt returns `Outcome::failure` from the caller. A macro,
-/// so that the engine is built in place: a helper returning the three as a tuple copied them
-/// on the success path.
+/// breaker that refuses the first attempt makes the caller return `Outcome::failure`, which the
+/// invocation says (`... else return`). A macro, so that the engine is built in place: a helper
+/// returning the three as a tuple copied them on the success path.
 macro_rules! begin {
-    ($retry:ident, $outcome:ty => $call:ident, $classifier:ident, $hook:ident) => {
+    ($retry:ident, $outcome:ty => $call:ident, $classifier:ident, $hook:ident else return) => {
         let name = $retry.name();
         let mut $hook = $crate::observe::observed($retry.hook, name);
-        let $call = $crate::run::Call::new(
+        let $call = $crate::run::Call::for_hook::<<$outcome as $crate::run::Outcome>::Error, _>(
             $retry.policy,
-            $crate::run::Hook::<<$outcome as $crate::run::Outcome>::Error>::wants_clock(&$hook),
+            &$hook,
         );
         let mut $call = $crate::run::Equip::<<$outcome as $crate::run::Outcome>::Error>::equip(
             &$retry.protection,
@@ -110,13 +110,13 @@ pub(crate) use rebuild;
 ///
 /// A configured builder can be kept, in a struct field for instance: its type names the
 /// classifier (a function pointer, not a closure, so that it can be written), the hook, the
-/// protection ([`Shared`](crate::run::Shared) with its breaker and budget slots) and the timeout,
+/// protection ([`Protections`](crate::run::Protections) with its breaker and budget slots) and the timeout,
 /// all from `retry_kit` and `retry_kit::run`. `call` and `call_async` take the builder by
 /// value; it is `Clone` (references and function pointers), so clone it for each call.
 ///
 /// ```
 /// # extern crate retry_runtime as retry_kit;
-/// use retry_kit::run::{AttemptTimeout, NoHook, Shared};
+/// use retry_kit::run::{AttemptTimeout, NoHook, Protections};
 /// use retry_kit::{CircuitBreaker, ErrorClass, Retry, RetryBudget, RetryPolicy};
 /// use std::time::Duration;
 ///
@@ -137,7 +137,7 @@ pub(crate) use rebuild;
 ///         'static,
 ///         fn(&Unavailable) -> ErrorClass,
 ///         NoHook,
-///         Shared<&'static CircuitBreaker, &'static RetryBudget>,
+///         Protections<&'static CircuitBreaker, &'static RetryBudget>,
 ///         AttemptTimeout,
 ///     >,
 /// }
@@ -165,7 +165,7 @@ pub struct Retry<'p, C = ByTrait, H = NoHook, S = Unprotected, T = NoTimeout> {
     pub(crate) policy: &'p RetryPolicy,
     pub(crate) classifier: C,
     pub(crate) hook: H,
-    /// [`Unprotected`], or the [`Shared`] breaker, budget and adaptive policy.
+    /// [`Unprotected`], or the [`Protections`] breaker, budget and adaptive policy.
     pub(crate) protection: S,
     /// [`NoTimeout`], or the limit of each attempt of `call_async`.
     pub(crate) timeout: T,
@@ -433,7 +433,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         S: Equip<'p, O::Error>,
         T: Untimed,
     {
-        begin!(self, O => call, classifier, hook);
+        begin!(self, O => call, classifier, hook else return);
         crate::retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(&mut op))
     }
 
@@ -517,7 +517,7 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
                 ..
             } = self;
             let mut hook = crate::observe::observed(hook, name);
-            let call = crate::run::Call::new(policy, Hook::<O::Error>::wants_clock(&hook));
+            let call = crate::run::Call::for_hook::<O::Error, _>(policy, &hook);
             let mut call = Equip::<O::Error>::equip(&protection, call);
             if let Err(refused) = Equip::<O::Error>::admit(&protection, &mut call) {
                 crate::observe::refused(&mut hook);

@@ -2,9 +2,9 @@
 
 use super::retry::Retry;
 use crate::run::classifier::Classifier;
+use crate::run::equip::Equip;
 use crate::run::hook::Hook;
 use crate::run::retry_if::{IfRejected, Rejected, accept_rejected, reject_if};
-use crate::run::shared::Equip;
 #[cfg(feature = "tokio")]
 use crate::run::timeout::TimeoutSlot;
 use crate::run::timeout::Untimed;

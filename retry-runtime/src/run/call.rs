@@ -12,7 +12,7 @@ mod hedged;
 mod in_attempt;
 mod schedule;
 
-pub use hedged::{Ended, Then};
+pub use hedged::Ended;
 pub use in_attempt::InAttempt;
 
 use decide::Failed;
@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 /// use std::io;
 ///
 /// let policy = RetryPolicy::new().attempts(3).base(std::time::Duration::ZERO);
-/// let mut call = Call::new(&policy, false);
+/// let mut call = Call::new(&policy);
 /// let mut calls = 0;
 /// let out = loop {
 ///     let out = call.attempt_sync(|| {
@@ -61,7 +61,7 @@ use std::time::{Duration, Instant};
 /// ```
 ///
 /// `S` is the shared protection the call carries: none ([`Unprotected`], what [`Call::new`]
-/// makes) or, once a [`Shared`](super::Shared) protection [equips](super::Equip) it,
+/// makes) or, once a [`Protections`](super::Protections) protection [equips](super::Equip) it,
 /// [`Protected`]. A type rather than `Option` fields, so that a
 /// call without protection keeps none of its state (not in its stack frame, not across the
 /// awaits of an async retryable future) and checks none of it on the success path.
@@ -101,19 +101,42 @@ const fn once_limit(attempts: u32) -> u32 {
 }
 
 impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
-    /// Start a call. `needs_clock` asks for the start time to be read even without a deadline
-    /// (for [`Failure::elapsed`](super::Failure::elapsed)); pass the hook's [`Hook::wants_clock`].
+    /// Start a call under `policy`. It reads the clock only if the policy has a deadline; a
+    /// call whose hook reports [`Failure::elapsed`](super::Failure::elapsed) starts with
+    /// [`for_hook`](Self::for_hook).
+    #[inline(always)]
+    pub fn new(policy: P) -> Self {
+        Self::starting(policy, false)
+    }
+
+    /// Start a call under `policy` that reads the clock at its start whatever the policy says,
+    /// for records that carry the time elapsed ([`Failure::elapsed`](super::Failure::elapsed)).
+    #[inline(always)]
+    pub fn clocked(policy: P) -> Self {
+        Self::starting(policy, true)
+    }
+
+    /// Start a call under `policy` for `hook`'s records: it also reads the clock when the hook
+    /// wants the time elapsed in them ([`Hook::wants_clock`]: a function does; the crate's
+    /// `tracing` and `metrics` reporting does while a subscriber or recorder listens).
+    #[inline(always)]
+    pub fn for_hook<E, H: Hook<E>>(policy: P, hook: &H) -> Self {
+        Self::starting(policy, hook.wants_clock())
+    }
+
+    /// Start a call; `needs_clock` asks for the start time to be read even without a deadline
+    /// (for [`Failure::elapsed`](super::Failure::elapsed)).
     // Always inlined, so that with a `const` policy and no hook the clock branches fold away
     // and the success path is a thread-local read and a few stores. The clock work is in line
     // too: out of line, its prologue and a return through memory cost a call with a hook or
     // a deadline more than the arithmetic.
     #[inline(always)]
-    pub fn new(policy: P, needs_clock: bool) -> Self {
+    pub(crate) fn starting(policy: P, needs_clock: bool) -> Self {
         let source = policy;
         let policy = source.policy();
         let inherited = context::inherited();
         let (start, deadline) = match policy.deadline {
-            Some(budget) => Self::clocked(budget, inherited.deadline),
+            Some(budget) => Self::start_and_deadline(budget, inherited.deadline),
             // A hook's clock: one read, no deadline to work out.
             None if needs_clock => (Some(clock::now()), inherited.deadline),
             None => (None, inherited.deadline),
@@ -137,7 +160,10 @@ impl<'p, P: CallPolicy> Call<'p, Unprotected, P> {
     /// The start time, and the effective deadline: this call's own or the inherited one,
     /// whichever comes first.
     #[inline]
-    fn clocked(budget: Duration, inherited: Option<Instant>) -> (Option<Instant>, Option<Instant>) {
+    fn start_and_deadline(
+        budget: Duration,
+        inherited: Option<Instant>,
+    ) -> (Option<Instant>, Option<Instant>) {
         let start = clock::now();
         let deadline = match start.checked_add(budget) {
             Some(own) => Some(match inherited {
@@ -353,7 +379,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// use retry_kit::{RetryPolicy, current_attempt};
     ///
     /// let policy = RetryPolicy::new();
-    /// let mut call = Call::new(&policy, false);
+    /// let mut call = Call::new(&policy);
     /// call.begin_attempt();
     /// let number = call.in_attempt(|| current_attempt().map(|a| a.number()));
     /// assert_eq!(number, Some(1));
@@ -381,9 +407,9 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// use std::time::Duration;
     ///
     /// let policy = RetryPolicy::new().deadline(Duration::from_secs(5));
-    /// let call = Call::new(&policy, false);
+    /// let call = Call::new(&policy);
     /// assert!(call.deadline().is_some());
-    /// assert!(Call::new(&RetryPolicy::new(), false).deadline().is_none());
+    /// assert!(Call::new(&RetryPolicy::new()).deadline().is_none());
     /// ```
     #[inline]
     pub fn deadline(&self) -> Option<Instant> {

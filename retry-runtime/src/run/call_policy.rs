@@ -31,7 +31,7 @@ use std::time::Duration;
 ///     type Notes = NoNotes;
 /// }
 ///
-/// let call = Call::new(Three, false);
+/// let call = Call::new(Three);
 /// assert_eq!(call.attempt(), 0);
 /// ```
 pub trait CallPolicy: Copy {

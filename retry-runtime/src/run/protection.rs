@@ -1,4 +1,4 @@
-//! Shared protection inside the engine: the adaptive policy, circuit breaker and retry budget
+//! Protections protection inside the engine: the adaptive policy, circuit breaker and retry budget
 //! a [`Call`](super::Call) consults, and its breaker permit. How a front end equips each call
 //! with them is [`shared`](super::shared).
 //!

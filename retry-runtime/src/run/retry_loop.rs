@@ -34,7 +34,7 @@
 ///
 /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(5);
 /// let mut log = Vec::new();
-/// let mut call = Call::new(&policy, false);
+/// let mut call = Call::new(&policy);
 /// let out = retry_sync!(call.after(&ByTrait, &mut NoHook) <- call.attempt_sync(|| append(&mut log)));
 /// assert_eq!(out.unwrap(), 3);
 /// ```
@@ -75,7 +75,7 @@ macro_rules! retry_sync {
 /// # async fn main() {
 /// let policy = RetryPolicy::fixed(Duration::from_millis(10)).attempts(3);
 /// let mut sent = 0;
-/// let mut call = Call::new(&policy, false);
+/// let mut call = Call::new(&policy);
 /// let out: io::Result<u32> = retry_async!(call.after(&ByTrait, &mut NoHook)
 ///     <- call.attempt_async(async { send(&mut sent).await }).await, sleep: tokio_sleep);
 /// assert_eq!(out.unwrap(), 2);
@@ -141,13 +141,14 @@ macro_rules! retry_hedged {
                         timed_out,
                         running: hedging.running(),
                     };
+                    // `None`: the attempt succeeded, its outcome is the call's.
                     match $call.$after(&out, ended, $classifier, $hook) {
-                        $crate::run::plumbing::Then::Return => break out,
-                        $crate::run::plumbing::Then::Start(delay) => {
+                        None | Some($crate::run::Next::Stop(_)) => break out,
+                        Some($crate::run::Next::Retry(delay)) => {
                             start = hedging.as_mut().admitted(&mut $call, delay, $sleep);
                         }
-                        $crate::run::plumbing::Then::Wait => {
-                            // No new attempt, hedge or retry: disarm the timer.
+                        Some(_) => {
+                            // `Next::Wait`: no new attempt, hedge or retry; disarm the timer.
                             hedging.as_mut().start_no_more();
                         }
                     }

@@ -16,8 +16,8 @@ use crate::observe;
 use crate::per_key::Lease;
 use crate::per_request::{Authority, held};
 use crate::policy::RetryPolicy;
+use crate::run::equip::Protections;
 use crate::run::plumbing::Conversion;
-use crate::run::shared::Shared;
 use crate::run::{Hook, NoHook};
 use crate::tower::{BoxError, ReplayBody};
 use ::http::request::Parts;
@@ -182,7 +182,7 @@ where
         let body = ReplayBody::new(body, layer.buffer_limit);
         Box::pin(async move {
             let budget = budget.or_else(|| throttling.as_deref().map(Lease::of));
-            let protection = Shared::chosen(circuit, budget, throttle);
+            let protection = Protections::chosen(circuit, budget, throttle);
             let retry = retry
                 .with_policy(&policy)
                 .with_protection(protection)
@@ -196,7 +196,7 @@ where
             let outcome: Outcome<RB> = match spare {
                 None => {
                     async move {
-                        begin!(retry, Outcome<RB> => call, classifier, hook);
+                        begin!(retry, Outcome<RB> => call, classifier, hook else return);
                         let timeout = attempt_limit(call.time_left(), per_attempt);
                         let deadline = call.deadline();
                         let mut inner = inner;
@@ -217,7 +217,7 @@ where
                 Some((delay, spare)) => {
                     // Owns the spare service: the attempts borrow nothing that is not `Sync`.
                     async move {
-                        begin!(retry, Outcome<RB> => call, classifier, hook);
+                        begin!(retry, Outcome<RB> => call, classifier, hook else return);
                         let timeout = attempt_limit(call.time_left(), per_attempt);
                         let deadline = call.deadline();
                         let mut first = Some(inner);

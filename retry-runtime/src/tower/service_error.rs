@@ -17,7 +17,7 @@ use crate::run::plumbing::{
 };
 #[cfg(doc)]
 use crate::run::plumbing::{HoldsCircuitOpen, HoldsTimedOut};
-use crate::run::{AttemptTimeout, Equip, NoTimeout, Shared};
+use crate::run::{AttemptTimeout, Equip, NoTimeout, Protections};
 use std::time::Duration;
 
 /// How a [`RetryLayer`](super::RetryLayer)'s timeout slot gives each call of a service whose
@@ -84,7 +84,7 @@ impl<E> ProtectionOf<E> for Unprotected {
     }
 }
 
-impl<E, B, A> ProtectionOf<E> for Shared<NoCircuit, B, A>
+impl<E, B, A> ProtectionOf<E> for Protections<NoCircuit, B, A>
 where
     B: BudgetSlot<'static> + ThrottleSlot<E> + Send + Sync,
     A: AdaptiveSlot<'static> + Send + Sync,
@@ -98,13 +98,13 @@ where
     }
 }
 
-impl<E, B, A> ProtectionOf<E> for Shared<Static<CircuitBreaker>, B, A>
+impl<E, B, A> ProtectionOf<E> for Protections<Static<CircuitBreaker>, B, A>
 where
     B: BudgetSlot<'static> + ThrottleSlot<E> + Send + Sync,
     A: AdaptiveSlot<'static> + Send + Sync,
 {
     type Holder = E;
-    type Equipped = Shared<BreakerWith<'static, E>, B, A>;
+    type Equipped = Protections<BreakerWith<'static, E>, B, A>;
 
     #[inline]
     fn equipped(&self, refused: Conversion<CircuitOpen, E>) -> Self::Equipped {

@@ -11,18 +11,6 @@ use crate::run::hook::Hook;
 use crate::run::outcome::Outcome;
 use crate::run::protection::Protection;
 use crate::stop::Next;
-use std::time::Duration;
-
-/// What a hedged loop does after an attempt finished: what [`Call::after_hedged`] answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Then {
-    /// Return this attempt's outcome (a success, or a failure that stops the call).
-    Return,
-    /// Start the next attempt after this wait (zero: at once).
-    Start(Duration),
-    /// Start nothing; wait for the attempts still running.
-    Wait,
-}
 
 /// An attempt of a hedged call that finished, as the engine needs it to decide what follows
 /// ([`Call::after_hedged`]).
@@ -79,14 +67,16 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     /// the hook once if it failed: the same decision as a sequential call's
     /// ([`after`](Call::after)), except that the next attempt starts at once (the running ones
     /// have already waited longer than a backoff) and a stop that is not the error's own waits
-    /// for the attempts still running.
+    /// for the attempts still running. The answer is the same [`Next`] a failure's record
+    /// carries (`Retry` starts the next attempt after its wait, `Wait` starts none, `Stop`
+    /// returns this attempt's outcome), or `None` when the attempt succeeded.
     pub fn after_hedged<R, C, H>(
         &mut self,
         outcome: &R,
         ended: Ended<S::Hold>,
         classifier: &C,
         hook: &mut H,
-    ) -> Then
+    ) -> Option<Next>
     where
         R: Outcome,
         C: Classifier<R::Error>,
@@ -98,7 +88,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             if H::ACTIVE {
                 hook.on_success(ended.number);
             }
-            return Then::Return;
+            return None;
         };
         let failed = Failed {
             number: ended.number,
@@ -106,10 +96,6 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             running: Some(ended.running),
         };
         let verdict = self.decide(error, failed, classifier, hook);
-        match next_of(verdict, failed.running) {
-            Next::Retry(delay) => Then::Start(delay),
-            Next::Wait { .. } => Then::Wait,
-            Next::Stop(_) => Then::Return,
-        }
+        Some(next_of(verdict, failed.running))
     }
 }

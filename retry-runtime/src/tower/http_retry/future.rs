@@ -16,9 +16,9 @@ use crate::error::TimedOut;
 use crate::observe::{self, Observed};
 use crate::per_key::Lease;
 use crate::policy::RetryPolicy;
+use crate::run::equip::Protections;
 use crate::run::plumbing::{Conversion, TimeoutSlot};
 use crate::run::protection::Protected;
-use crate::run::shared::Shared;
 use crate::run::timeout::{MaybeTimer, Timed, maybe_timed};
 use crate::run::{Call, Equip, Hook, NoHook, NoTimeout};
 use crate::tower::{BoxError, ReplayBody};
@@ -215,10 +215,12 @@ where
                 else {
                     panic!("`HttpRetryFuture` polled after completion");
                 };
-                let protection = Shared::chosen(*circuit, *budget, *throttle);
+                let protection = Protections::chosen(*circuit, *budget, *throttle);
                 let wants_clock = Hook::<HttpFailure<RB>>::wants_clock(&*this.hook);
-                let call =
-                    Equip::<HttpFailure<RB>>::equip(&protection, Call::new(*policy, wants_clock));
+                let call = Equip::<HttpFailure<RB>>::equip(
+                    &protection,
+                    Call::starting(*policy, wants_clock),
+                );
                 let call = this.call.insert(call);
                 if let Err(refused) = Equip::<HttpFailure<RB>>::admit(&protection, call) {
                     observe::refused(&mut *this.hook);

@@ -1,5 +1,5 @@
 //! How a front end equips each call with shared protection: a [`Retry`](crate::Retry)
-//! builder's [`Shared`] breaker, budget and adaptive policy (each slot chosen by type), the
+//! builder's [`Protections`] breaker, budget and adaptive policy (each slot chosen by type), the
 //! [`Equip`] step that starts a call with them, and what `#[retryable(circuit = ..,
 //! budget = ..)]` accepts as a breaker or budget.
 //!
@@ -29,17 +29,17 @@ use std::sync::Arc;
 /// alone carries one reference, and equipping its calls folds the absent budget and adaptive
 /// policy away.
 #[derive(Clone, Copy)]
-pub struct Shared<K, B = NoBudget, A = NoAdaptive> {
+pub struct Protections<K, B = NoBudget, A = NoAdaptive> {
     pub(super) circuit: K,
     pub(super) budget: B,
     pub(super) adaptive: A,
 }
 
 impl<'p, K: std::fmt::Debug, B: BudgetSlot<'p>, A: AdaptiveSlot<'p>> std::fmt::Debug
-    for Shared<K, B, A>
+    for Protections<K, B, A>
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("Protections")
             .field("circuit", &self.circuit)
             .field("budget", &self.budget.budget())
             .field("adaptive", &self.adaptive.adaptive().is_some())
@@ -47,7 +47,7 @@ impl<'p, K: std::fmt::Debug, B: BudgetSlot<'p>, A: AdaptiveSlot<'p>> std::fmt::D
     }
 }
 
-impl Shared<NoCircuit> {
+impl Protections<NoCircuit> {
     /// No breaker, budget or adaptive policy yet: set them with [`circuit`](Self::circuit),
     /// [`budget`](Self::budget) and [`adaptive`](Self::adaptive).
     ///
@@ -56,16 +56,16 @@ impl Shared<NoCircuit> {
     ///
     /// ```
     /// # extern crate retry_runtime as retry_kit;
-    /// use retry_kit::run::{ByTrait, Call, Equip, NoHook, Shared};
+    /// use retry_kit::run::{ByTrait, Call, Equip, NoHook, Protections};
     /// use retry_kit::{CircuitBreaker, RetryBudget, RetryPolicy};
     /// use std::{io, time::Duration};
     ///
     /// static BREAKER: CircuitBreaker = CircuitBreaker::new(5, Duration::from_secs(10));
     /// static BUDGET: RetryBudget = RetryBudget::new(10, 0.1);
-    /// let protection = Shared::new().circuit(&BREAKER).budget(&BUDGET);
+    /// let protection = Protections::new().circuit(&BREAKER).budget(&BUDGET);
     ///
     /// let policy = RetryPolicy::fixed(Duration::ZERO).attempts(3);
-    /// let call = Call::new(&policy, false);
+    /// let call = Call::new(&policy);
     /// let mut call = Equip::<io::Error>::equip(&protection, call);
     /// Equip::<io::Error>::admit(&protection, &mut call).expect("the breaker is closed");
     /// let out: io::Result<u32> = call.attempt_sync(|| Ok(7));
@@ -73,7 +73,7 @@ impl Shared<NoCircuit> {
     /// ```
     #[inline]
     pub const fn new() -> Self {
-        Shared {
+        Protections {
             circuit: NoCircuit,
             budget: NoBudget,
             adaptive: NoAdaptive,
@@ -81,19 +81,19 @@ impl Shared<NoCircuit> {
     }
 }
 
-impl Default for Shared<NoCircuit> {
+impl Default for Protections<NoCircuit> {
     fn default() -> Self {
-        Shared::new()
+        Protections::new()
     }
 }
 
-impl<K, B, A> Shared<K, B, A> {
+impl<K, B, A> Protections<K, B, A> {
     /// The same protection with this breaker slot: a `&CircuitBreaker` (a refused first
     /// attempt becomes `E::from(CircuitOpen)`), or a breaker with its own conversion,
     /// `(&CircuitBreaker, fn(CircuitOpen) -> E)`.
     #[inline]
-    pub fn circuit<K2>(self, circuit: K2) -> Shared<K2, B, A> {
-        Shared {
+    pub fn circuit<K2>(self, circuit: K2) -> Protections<K2, B, A> {
+        Protections {
             circuit,
             budget: self.budget,
             adaptive: self.adaptive,
@@ -104,8 +104,8 @@ impl<K, B, A> Shared<K, B, A> {
     /// breaker of each call its conversion of a refusal.
     #[cfg(feature = "tower")]
     #[inline]
-    pub(crate) fn map_circuit<K2>(self, f: impl FnOnce(K) -> K2) -> Shared<K2, B, A> {
-        Shared {
+    pub(crate) fn map_circuit<K2>(self, f: impl FnOnce(K) -> K2) -> Protections<K2, B, A> {
+        Protections {
             circuit: f(self.circuit),
             budget: self.budget,
             adaptive: self.adaptive,
@@ -114,8 +114,8 @@ impl<K, B, A> Shared<K, B, A> {
 
     /// The same protection with this budget slot (a `&RetryBudget`).
     #[inline]
-    pub fn budget<B2>(self, budget: B2) -> Shared<K, B2, A> {
-        Shared {
+    pub fn budget<B2>(self, budget: B2) -> Protections<K, B2, A> {
+        Protections {
             circuit: self.circuit,
             budget,
             adaptive: self.adaptive,
@@ -124,8 +124,8 @@ impl<K, B, A> Shared<K, B, A> {
 
     /// The same protection with this adaptive slot (a `&dyn Adapt`).
     #[inline]
-    pub fn adaptive<A2>(self, adaptive: A2) -> Shared<K, B, A2> {
-        Shared {
+    pub fn adaptive<A2>(self, adaptive: A2) -> Protections<K, B, A2> {
+        Protections {
             circuit: self.circuit,
             budget: self.budget,
             adaptive,
@@ -134,21 +134,21 @@ impl<K, B, A> Shared<K, B, A> {
 }
 
 /// The protection `S` with its breaker slot set to `K` (what `circuit` makes of a builder).
-pub type WithCircuit<S, K> = Shared<K, <S as IntoShared>::Budget, <S as IntoShared>::Adaptive>;
+pub type WithCircuit<S, K> = Protections<K, <S as IntoShared>::Budget, <S as IntoShared>::Adaptive>;
 /// The protection `S` with its budget slot set to `B`.
-pub type WithBudget<S, B> = Shared<<S as IntoShared>::Circuit, B, <S as IntoShared>::Adaptive>;
+pub type WithBudget<S, B> = Protections<<S as IntoShared>::Circuit, B, <S as IntoShared>::Adaptive>;
 /// The protection `S` with its adaptive slot set to `A`.
-pub type WithAdaptive<S, A> = Shared<<S as IntoShared>::Circuit, <S as IntoShared>::Budget, A>;
+pub type WithAdaptive<S, A> = Protections<<S as IntoShared>::Circuit, <S as IntoShared>::Budget, A>;
 
-/// The budget slot of a [`Shared`] protection without a budget.
+/// The budget slot of a [`Protections`] protection without a budget.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoBudget;
 
-/// The adaptive slot of a [`Shared`] protection without an adaptive policy.
+/// The adaptive slot of a [`Protections`] protection without an adaptive policy.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoAdaptive;
 
-/// How a [`Shared`] protection finds its budget: [`NoBudget`], a budget (its own, or a
+/// How a [`Protections`] protection finds its budget: [`NoBudget`], a budget (its own, or a
 /// `PerKey` entry's [`Lease`]), or one chosen per call (`Option`, what the HTTP front ends
 /// resolve for each request).
 pub trait BudgetSlot<'p>: Copy {
@@ -294,7 +294,7 @@ impl<'p> BudgetSlot<'p> for Option<Lease<'p, RetryBudget>> {
     }
 }
 
-/// What a [`Shared`] protection's adaptive slot makes of each call's adaptive part, by type:
+/// What a [`Protections`] protection's adaptive slot makes of each call's adaptive part, by type:
 /// [`NoAdaptive`] a [`NoWindow`] (nothing), a policy an [`Adapted`] call. A trait of its own,
 /// without the slot's lifetime, for the same reason as [`CallState`].
 pub trait AdaptiveKind {
@@ -313,7 +313,7 @@ impl<'a, 'b> AdaptiveKind for &'a (dyn Adapt + 'b) {
     type Window<'p> = Adapted<'p>;
 }
 
-/// How a [`Shared`] protection finds its adaptive policy: [`NoAdaptive`], or a policy.
+/// How a [`Protections`] protection finds its adaptive policy: [`NoAdaptive`], or a policy.
 pub trait AdaptiveSlot<'a>: AdaptiveKind + Copy {
     /// The adaptive policy, if there is one.
     fn adaptive(&self) -> Option<&'a dyn Adapt>;
@@ -360,8 +360,8 @@ impl<'a> AdaptiveSlot<'a> for &'a dyn Adapt {
     }
 }
 
-/// A [`Retry`](crate::Retry) builder's protection, [`Unprotected`] or [`Shared`], on its way to
-/// [`Shared`] when one more piece is set.
+/// A [`Retry`](crate::Retry) builder's protection, [`Unprotected`] or [`Protections`], on its way to
+/// [`Protections`] when one more piece is set.
 pub trait IntoShared {
     /// The breaker slot it keeps.
     type Circuit;
@@ -369,8 +369,8 @@ pub trait IntoShared {
     type Budget;
     /// The adaptive slot it keeps.
     type Adaptive;
-    /// The same protection as [`Shared`].
-    fn into_shared(self) -> Shared<Self::Circuit, Self::Budget, Self::Adaptive>;
+    /// The same protection as [`Protections`].
+    fn into_shared(self) -> Protections<Self::Circuit, Self::Budget, Self::Adaptive>;
 }
 
 impl IntoShared for Unprotected {
@@ -378,23 +378,23 @@ impl IntoShared for Unprotected {
     type Budget = NoBudget;
     type Adaptive = NoAdaptive;
     #[inline]
-    fn into_shared(self) -> Shared<NoCircuit> {
-        Shared::new()
+    fn into_shared(self) -> Protections<NoCircuit> {
+        Protections::new()
     }
 }
 
-impl<K, B, A> IntoShared for Shared<K, B, A> {
+impl<K, B, A> IntoShared for Protections<K, B, A> {
     type Circuit = K;
     type Budget = B;
     type Adaptive = A;
     #[inline]
-    fn into_shared(self) -> Shared<K, B, A> {
+    fn into_shared(self) -> Protections<K, B, A> {
         self
     }
 }
 
 /// How a [`Retry`](crate::Retry) builder's protection equips each call, for errors of type `E`:
-/// [`Unprotected`] leaves it unprotected; [`Shared`] makes it [`Protected`] and asks the breaker
+/// [`Unprotected`] leaves it unprotected; [`Protections`] makes it [`Protected`] and asks the breaker
 /// for the first attempt, turning a refusal into an `E`.
 ///
 /// Two steps, so that the call is built in place: returning it inside a `Result` made the
@@ -423,7 +423,7 @@ impl<'p> CallState<'p> for Unprotected {
     type State = Unprotected;
 }
 
-impl<'p, K, B, A: AdaptiveKind> CallState<'p> for Shared<K, B, A> {
+impl<'p, K, B, A: AdaptiveKind> CallState<'p> for Protections<K, B, A> {
     type State = Protected<'p, A::Window<'p>>;
 }
 
@@ -440,7 +440,7 @@ impl<'p, E> Equip<'p, E> for Unprotected {
 
 // `'a: 'p`: a builder whose breaker and budget are `'static` (a tower layer's) equips calls that
 // borrow a shorter-lived policy.
-impl<'p, 'a: 'p, E, K, B, A> Equip<'p, E> for Shared<K, B, A>
+impl<'p, 'a: 'p, E, K, B, A> Equip<'p, E> for Protections<K, B, A>
 where
     K: CircuitSlot<'a, E>,
     B: BudgetSlot<'a> + ThrottleSlot<E>,
@@ -601,14 +601,14 @@ impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Option<Lease<'p, CircuitBr
     feature = "reqwest-middleware",
     all(feature = "tower", feature = "http")
 ))]
-impl<'p> Shared<Option<Lease<'p, CircuitBreaker>>, HeldBudget<'p>> {
+impl<'p> Protections<Option<Lease<'p, CircuitBreaker>>, HeldBudget<'p>> {
     /// Protection chosen per call: a breaker or none, a budget or a throttle or neither.
     pub(crate) fn chosen(
         circuit: Option<Lease<'p, CircuitBreaker>>,
         budget: Option<Lease<'p, RetryBudget>>,
         throttle: Option<&'p AdaptiveThrottle>,
     ) -> Self {
-        Shared {
+        Protections {
             circuit,
             budget: HeldBudget { budget, throttle },
             adaptive: NoAdaptive,
