@@ -197,8 +197,10 @@ async fn read_replica() -> Result<u32, StoreError> {
     Ok(attempt)
 }
 
+/// The slow first attempt was sent and then dropped when the hedge answered: it is an attempt
+/// of its own (`outcome="cancelled"`), so that the attempts counted are the load sent.
 #[test]
-fn a_hedge_is_counted_and_the_winning_attempt_is_one_success() {
+fn a_hedge_is_counted_and_the_attempt_it_beat_is_counted_as_cancelled() {
     let seen = measure(|| {
         assert_eq!(on_paused_clock(read_replica()).unwrap(), 2);
     });
@@ -206,6 +208,11 @@ fn a_hedge_is_counted_and_the_winning_attempt_is_one_success() {
     assert_eq!(
         seen,
         [
+            (
+                "retry_kit_attempts_total".to_owned(),
+                labels(&["class=none", read_fn, "outcome=cancelled"]),
+                DebugValue::Counter(1)
+            ),
             (
                 "retry_kit_attempts_total".to_owned(),
                 labels(&["class=none", read_fn, "outcome=success"]),
@@ -295,9 +302,23 @@ fn each_per_key_breaker_is_its_own_series_labelled_with_its_key() {
     let gauges: Vec<_> = seen
         .iter()
         .filter(|(name, _, _)| name == "retry_kit_circuit_state")
+        .map(|(_, labels, value)| (labels.clone(), format!("{value:?}")))
         .collect();
-    assert_eq!(gauges.len(), 1, "{gauges:?}");
-    assert_eq!(gauges[0].1, labels(&["breaker=hosts", "key=down.example"]));
+    // Each entry of the named template has its series from its first use: the host that
+    // never failed is listed closed, beside the open one.
+    assert_eq!(
+        gauges,
+        [
+            (
+                labels(&["breaker=hosts", "key=down.example"]),
+                format!("{:?}", DebugValue::Gauge(2.0.into()))
+            ),
+            (
+                labels(&["breaker=hosts", "key=up.example"]),
+                format!("{:?}", DebugValue::Gauge(0.0.into()))
+            ),
+        ]
+    );
     assert_eq!(
         HOSTS.get("down.example").key().as_deref(),
         Some("down.example")
@@ -330,4 +351,80 @@ fn a_recorder_installed_after_the_first_call_counts_every_later_call() {
         }),
         [success(2)]
     );
+}
+
+static LEDGER: CircuitBreaker = CircuitBreaker::new(3, Duration::from_secs(60)).name("ledger");
+
+#[retryable(attempts = 2, base = "0ms", circuit = LEDGER)]
+fn post_entry() -> Result<u32, Guarded> {
+    Ok(7)
+}
+
+/// Before, a breaker that never changed state had no series: a dashboard could not list it.
+#[test]
+fn a_named_breaker_has_its_closed_series_from_its_first_use() {
+    let seen = measure(|| assert_eq!(post_entry().unwrap(), 7));
+    let gauges: Vec<_> = seen
+        .iter()
+        .filter(|(name, ..)| name == "retry_kit_circuit_state")
+        .map(|(_, labels, value)| (labels.clone(), format!("{value:?}")))
+        .collect();
+    assert_eq!(
+        gauges,
+        [(
+            labels(&["breaker=ledger"]),
+            format!("{:?}", DebugValue::Gauge(0.0.into()))
+        )]
+    );
+}
+
+static AUDIT: CircuitBreaker = CircuitBreaker::new(1, Duration::from_secs(60)).name("audit");
+
+/// Every metric the crate records reaches the recorder with its description and unit (the
+/// exposition's `# HELP`), whichever recorder it is, without a call from the application.
+#[test]
+fn every_metric_recorded_is_described_with_its_unit() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let mut busy = 1;
+        testing::record_sleeps(|| load(&mut busy)).0.unwrap();
+        let _ = lookup();
+        let _ = on_paused_clock(read_replica());
+        AUDIT.try_acquire().unwrap().failed();
+    });
+    let mut described: Vec<(String, String, String)> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, unit, description, _)| {
+            (
+                key.key().name().to_owned(),
+                format!("{unit:?}"),
+                description.map(|d| d.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    described.sort();
+    described.dedup();
+    let names: Vec<&str> = described.iter().map(|(name, ..)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "retry_kit_attempts_total",
+            "retry_kit_circuit_state",
+            "retry_kit_hedges_total",
+            "retry_kit_retry_delay_seconds",
+            "retry_kit_stops_total",
+        ]
+    );
+    for (name, unit, description) in &described {
+        assert!(!description.is_empty(), "{name} has no description");
+        let expected = match name.as_str() {
+            "retry_kit_retry_delay_seconds" => "Some(Seconds)",
+            "retry_kit_circuit_state" => "None",
+            _ => "Some(Count)",
+        };
+        assert_eq!(unit, expected, "{name}");
+    }
 }

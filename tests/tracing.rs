@@ -481,7 +481,16 @@ async fn a_hedge_and_a_failure_that_waits_for_it_are_debug_events() {
                 "1".to_owned(),
                 None
             ),
+            // Attempt 2 answered while attempt 3 was still running: 3 is dropped with the
+            // call, and said so.
+            (
+                Level::DEBUG,
+                "call answered; attempts still running cancelled".to_owned(),
+                String::new(),
+                None
+            ),
         ]
     );
+    assert_eq!(events[2].field("cancelled"), Some("1"));
     assert!(events.iter().all(|e| e.span.as_deref() == Some("handler")));
 }

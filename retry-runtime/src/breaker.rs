@@ -265,6 +265,8 @@ impl CircuitBreaker {
                         // A named breaker's first call: enlist it, then clear the mark (a lost
                         // race means another call cleared it, or the state moved on without it).
                         self.enlist();
+                        #[cfg(feature = "metrics")]
+                        self.first_used();
                         let listed = cur & !Word::UNLISTED;
                         let _ = self.state.compare_exchange(
                             cur,
@@ -354,6 +356,18 @@ impl CircuitBreaker {
         self.state
             .compare_exchange(cur, next.pack(), Ordering::AcqRel, Ordering::Acquire)
             .map(|_| self.publish())
+    }
+
+    /// A named breaker's first use (a `PerKey` entry's: when it starts to serve a key):
+    /// its `retry_kit_circuit_state` series from now on, so that a dashboard lists every named
+    /// breaker, not only those that have changed state.
+    #[cfg(feature = "metrics")]
+    #[cold]
+    pub(crate) fn first_used(&self) {
+        if let Some(name) = self.name {
+            let state = Word::unpack(self.state.load(Ordering::Acquire)).phase;
+            crate::meter::circuit_state(name, self.key().as_deref(), gauge(state));
+        }
     }
 
     fn notify(&self, from: CircuitState, to: CircuitState) {

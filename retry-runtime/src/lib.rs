@@ -47,6 +47,11 @@ pub mod adaptive;
 #[cfg(feature = "apalis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "apalis")))]
 pub mod apalis;
+#[cfg(any(
+    feature = "reqwest-middleware",
+    all(feature = "tower", feature = "http")
+))]
+mod authority;
 pub mod breaker;
 pub mod budget;
 pub mod builder;

@@ -55,6 +55,9 @@ impl Template for CircuitBreaker {
     }
     fn enlist(entry: &Arc<Self>) {
         enlist_entry(entry);
+        // A new entry of a named template: its state series from its first use.
+        #[cfg(feature = "metrics")]
+        entry.first_used();
     }
     fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
         CircuitBreaker::relabel(self, tenancy, key)

@@ -3,9 +3,7 @@
 //! [`RetryMiddleware`](crate::reqwest_middleware::RetryMiddleware) and
 //! [`HttpRetryLayer`](crate::tower::HttpRetryLayer) accept.
 
-mod authority;
-
-pub(crate) use authority::Authority;
+pub(crate) use crate::authority::Authority;
 
 use crate::builder::Retry;
 use crate::per_key::{AsPerKey, Lease, PerKey, Template, key_hash};
@@ -200,6 +198,9 @@ pub(crate) struct HttpSettings<H, T> {
     pub(crate) budget: Option<BudgetChoice>,
     /// Add an `Idempotency-Key` to `POST` and `PATCH` requests without one.
     pub(crate) add_keys: bool,
+    /// The name `.named(..)` gave: the `fn` label and field of every request, instead of the
+    /// request's `host:port`.
+    pub(crate) name: Option<&'static str>,
 }
 
 impl HttpSettings<NoHook, NoTimeout> {
@@ -210,6 +211,7 @@ impl HttpSettings<NoHook, NoTimeout> {
             circuit: None,
             budget: None,
             add_keys: false,
+            name: None,
         }
     }
 }
@@ -222,6 +224,7 @@ impl<H, T> HttpSettings<H, T> {
             circuit: self.circuit,
             budget: self.budget,
             add_keys: self.add_keys,
+            name: self.name,
         }
     }
 
@@ -232,6 +235,7 @@ impl<H, T> HttpSettings<H, T> {
             circuit: self.circuit,
             budget: self.budget,
             add_keys: self.add_keys,
+            name: self.name,
         }
     }
 
@@ -257,5 +261,39 @@ impl<H, T> HttpSettings<H, T> {
             return (None, None, None);
         }
         held(self.circuit, self.budget, authority)
+    }
+}
+
+/// What names a request in the HTTP front ends' reports: the name `.named(..)` gave, else the
+/// request's authority written `host:port` (as a `PerKey` is keyed), written only when a report
+/// needs it.
+// Without `tracing` and `metrics` the tower layer hands the engine its hook unnamed, and
+// only the middleware makes one.
+#[cfg_attr(
+    not(any(
+        feature = "tracing",
+        feature = "metrics",
+        feature = "reqwest-middleware"
+    )),
+    allow(dead_code)
+)]
+pub(crate) struct ByAuthority<'a, T> {
+    pub(crate) named: Option<&'static str>,
+    /// The request, or what the front end keeps of it ...
+    pub(crate) of: &'a T,
+    /// ... and how its authority is read from that.
+    pub(crate) authority: fn(&T) -> Authority,
+}
+
+impl<T> crate::observe::Subject for ByAuthority<'_, T> {
+    #[inline]
+    fn with_name<R>(&self, f: impl FnOnce(crate::observe::Name<'_>) -> R) -> R {
+        match self.named {
+            Some(name) => f(crate::observe::Name::Static(name)),
+            None => {
+                let authority = (self.authority)(self.of);
+                f(crate::observe::Name::Text(authority.as_str()))
+            }
+        }
     }
 }

@@ -62,18 +62,20 @@
 //! - (F) a body whose source fails (`amount=10`, then an `io::Error`) is never replayed: the call
 //!   fails with the source's error, and the server never receives a complete request.
 
+use crate::authority::Authority;
 use crate::breaker::CircuitBreaker;
-use crate::builder::begin;
 use crate::class::{Classify, ErrorClass};
 use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_request::{Authority, HttpSettings};
+use crate::observe::{self, Borrowed};
+use crate::per_request::ByAuthority;
+use crate::per_request::HttpSettings;
 pub use crate::per_request::{BudgetChoice, BudgetForEachRequest, Chosen, ForEachRequest};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
-use crate::run::equip::Protections;
-use crate::run::plumbing::TimeoutSlot;
+use crate::run::equip::{Equip, Protections};
+use crate::run::plumbing::{Displayed, TimeoutSlot};
 use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{Hook, NoHook};
 use ::http::Extensions;
@@ -110,6 +112,21 @@ impl Classify for Attempted {
     }
 }
 
+impl Attempted {
+    /// Say in the attempt's span that it failed: `error.type` is the status, or the class of
+    /// an error without one.
+    fn in_span(&self, span: &observe::AttemptSpan) {
+        let (error_type, status) = match self {
+            Attempted::Status(response) => (
+                crate::http::status_text(response.status()),
+                Some(response.status().as_u16()),
+            ),
+            Attempted::Error(_) => (self.class().as_str(), None),
+        };
+        observe::span::failed(span, error_type, status);
+    }
+}
+
 /// An answer's class and wait, by [`classify_response`](crate::http::classify_response).
 fn answer(response: &Response) -> (ErrorClass, Option<Duration>) {
     crate::http::classify_response(response.status(), response.headers())
@@ -120,6 +137,17 @@ impl fmt::Display for Attempted {
         match self {
             Attempted::Status(response) => write!(f, "HTTP status {}", response.status()),
             Attempted::Error(e) => e.fmt(f),
+        }
+    }
+}
+
+/// A failed attempt's status code, where the server answered: the `code` label and field.
+impl<T> observe::Status<Attempted> for ByAuthority<'_, T> {
+    #[inline]
+    fn code(&self, attempted: &Attempted) -> Option<&'static str> {
+        match attempted {
+            Attempted::Status(response) => Some(crate::http::status_text(response.status())),
+            Attempted::Error(_) => None,
         }
     }
 }
@@ -224,9 +252,20 @@ impl<H, T> RetryMiddleware<H, T> {
         }
     }
 
-    /// The name `tracing` events and measurements give (default `"closure"`).
+    /// The name `tracing` events and measurements give every request (their `fn`), instead
+    /// of the request's authority written `host:port` (as a `PerKey` is keyed:
+    /// `"api.example:443"`).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::reqwest_middleware::RetryMiddleware;
+    /// use retry_kit::RetryPolicy;
+    ///
+    /// let middleware = RetryMiddleware::new(RetryPolicy::new()).named("billing_api");
+    /// # let _ = middleware;
+    /// ```
     pub fn named(mut self, name: &'static str) -> Self {
-        self.settings.retry = self.settings.retry.named(name);
+        self.settings.name = Some(name);
         self
     }
 }
@@ -250,7 +289,6 @@ pub fn is_idempotent(request: &Request) -> bool {
 impl<H, T> Middleware for RetryMiddleware<H, T>
 where
     H: Hook<Attempted> + Clone + Send + Sync + 'static,
-    crate::observe::Observed<H>: Hook<Attempted> + Send,
     T: TimeoutSlot<Attempted> + Clone + Send + Sync + 'static,
 {
     async fn handle(
@@ -272,7 +310,13 @@ where
         // Each attempt sends a copy of a request that can go again; a streamed one is taken by
         // its one attempt. One slot for both (two `Option<Request>`s made the future larger,
         // and it is copied whole: benches/README.md, "RetryMiddleware against reqwest-retry").
-        let mut request = Some(req);
+        // A streamed request is taken by its one attempt: its authority, for reports that name
+        // it, is written beforehand (a repeatable one's is read from the request kept here).
+        let taken_from = (!repeatable).then(|| Box::<str>::from(authority_of(&req).as_str()));
+        let mut slot = Slot {
+            request: Some(req),
+            taken_from,
+        };
         // Pinned in place and awaited through the pin: a future awaited by value is kept twice
         // in this one (where it is made and where it is awaited), and this one is boxed for
         // every request.
@@ -287,16 +331,46 @@ where
                 .classify(MiddlewareClassifier { repeatable });
             let timeout = &retry.timeout.slot();
             let sleep = clock::tokio_sleep;
-            begin!(retry, Result<Response, Attempted> => call, classifier, hook else return);
-            crate::retry_async!(call.after(&classifier, &mut hook) <-
+            let named = self.settings.name;
+            let mut hook = retry.hook;
+            // The hook as the engine is handed it for one step: observed under the request's
+            // name, written only if a report needs it.
+            macro_rules! observer {
+                () => {
+                    observe::observed_by(
+                        Displayed(Borrowed(&mut hook)),
+                        ByAuthority {
+                            named,
+                            of: &slot,
+                            authority: Slot::authority,
+                        },
+                    )
+                };
+            }
+            let wants_clock = Hook::<Attempted>::wants_clock(&observer!());
+            let call = crate::run::Call::starting(retry.policy, wants_clock);
+            let mut call = Equip::<Attempted>::equip(&retry.protection, call);
+            if let Err(refused) = Equip::<Attempted>::admit(&retry.protection, &mut call) {
+                observe::refused(&mut observer!());
+                return Err(refused);
+            }
+            let classifier = retry.classifier;
+            crate::retry_async!(call.after(&classifier, &mut observer!()) <-
                 {
-                    let out = call.attempt_timed(timeout, attempt(
-                    &mut request,
-                    repeatable,
-                    &mut *extensions,
-                    next.clone(),
-                ), sleep).await;
-                    call.settle::<Result<Response, Attempted>, _>(timeout, out)
+                    // A resend runs in a span of its own (`tracing`; none for the first).
+                    let span = observe::span::http_resend(
+                        call.attempt(),
+                        slot.request.as_ref().map(Request::method),
+                        || slot.authority(),
+                    );
+                    let attempt = attempt(&mut slot.request, repeatable, &mut *extensions, next.clone());
+                    let attempt = observe::span::in_span(attempt, span.clone());
+                    let out = call.attempt_timed(timeout, attempt, sleep).await;
+                    let out = call.settle::<Result<Response, Attempted>, _>(timeout, out);
+                    if let Err(attempted) = &out {
+                        attempted.in_span(&span);
+                    }
+                    out
                 },
                 sleep: sleep)
         })
@@ -305,6 +379,24 @@ where
             Ok(response) => Ok(response),
             Err(Attempted::Status(response)) => Ok(*response),
             Err(Attempted::Error(e)) => Err(e),
+        }
+    }
+}
+
+/// Where the request is kept between attempts: a repeatable one is copied for each; a streamed
+/// one is taken by its one attempt, its authority written beforehand for reports that name it.
+struct Slot {
+    request: Option<Request>,
+    taken_from: Option<Box<str>>,
+}
+
+impl Slot {
+    /// The request's authority, `host:port`.
+    fn authority(&self) -> Authority {
+        match (&self.request, &self.taken_from) {
+            (Some(request), _) => authority_of(request),
+            (None, Some(text)) => Authority::text(text),
+            (None, None) => Authority::text(""),
         }
     }
 }

@@ -110,7 +110,7 @@ pub mod plumbing {
         HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Static,
         ThrottleSlot, WithAdaptive, WithBudget, WithCircuit,
     };
-    pub use super::hedging::{Event, Hedging, NextEvent};
+    pub use super::hedging::{Event, Hedging, NextEvent, cancelled};
     pub use super::hook::{Displayed, FmtFn};
     pub use super::notes::{FullNotes, NoNotes, Notes, StartNotes};
     pub use super::outcome::{Conversion, ErrorOf};

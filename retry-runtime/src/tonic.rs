@@ -132,6 +132,7 @@
 //! `tower` and `http`, whose crates tonic depends on already, and `serde_json` to read the
 //! service config.
 
+mod call_metrics;
 mod failure;
 mod layer;
 mod retry_info;

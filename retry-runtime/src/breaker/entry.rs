@@ -30,12 +30,19 @@ impl CircuitBreaker {
             self.clear_window();
             self.open_until.store(0, Ordering::Relaxed);
         });
+        #[cfg(feature = "metrics")]
+        self.first_used();
     }
 
     /// Label this `PerKey` entry with `key` if it still serves the key a lease taken under
     /// `tenancy` was for (see `Tenancy::label_late`).
     pub(crate) fn relabel(&self, tenancy: u32, key: Box<str>) -> bool {
-        self.tenancy.label_late(tenancy, key)
+        let labelled = self.tenancy.label_late(tenancy, key);
+        #[cfg(feature = "metrics")]
+        if labelled {
+            self.first_used();
+        }
+        labelled
     }
 
     /// The tenancy a call that leases this breaker now holds it under.

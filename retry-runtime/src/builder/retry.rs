@@ -27,7 +27,13 @@ pub type BreakerWith<'p, E> = (&'p CircuitBreaker, Conversion<CircuitOpen, E>);
 macro_rules! begin {
     ($retry:ident, $outcome:ty => $call:ident, $classifier:ident, $hook:ident else return) => {
         let name = $retry.name();
-        let mut $hook = $crate::observe::observed($retry.hook, name);
+        begin!($retry, $outcome => $call, $classifier,
+            $hook = $crate::observe::observed($retry.hook, name); else return);
+    };
+    // A layer's hook, named per call by a subject of its own (see `observe::Subject`).
+    ($retry:ident, $outcome:ty => $call:ident, $classifier:ident,
+     $hook:ident = $observed:expr; else return) => {
+        let mut $hook = $observed;
         let $call = $crate::run::Call::for_hook::<<$outcome as $crate::run::Outcome>::Error, _>(
             $retry.policy,
             &$hook,

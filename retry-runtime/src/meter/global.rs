@@ -98,3 +98,25 @@ fn look(recorder: &dyn ::metrics::Recorder) -> bool {
         None => false,
     }
 }
+
+thread_local! {
+    /// The recorder this thread last described the crate's metrics to.
+    static DESCRIBED: Cell<Option<Identity>> = const { Cell::new(None) };
+}
+
+/// Describe the crate's metrics to `recorder` (an installed one) unless this thread already
+/// did: so that every recorder, the global one or a test's local one, has the descriptions
+/// (`# HELP`) of the metrics it is given, without describing them on every measurement.
+#[inline]
+pub(crate) fn described(recorder: &dyn ::metrics::Recorder) {
+    let seen = DESCRIBED.with(|described| described.get().is_some_and(|d| d.is(recorder)));
+    if !seen {
+        describe_now(recorder);
+    }
+}
+
+#[cold]
+fn describe_now(recorder: &dyn ::metrics::Recorder) {
+    super::describe_to(recorder);
+    DESCRIBED.with(|described| described.set(Some(Identity::of(recorder))));
+}

@@ -46,6 +46,10 @@ impl std::fmt::Debug for Handles {
 /// recorder (registered now if it is not yet), else one registered for this use alone.
 #[inline]
 fn count(recorder: &dyn Recorder, kept: &OnceLock<Counter>, key: impl FnOnce() -> Key, n: u64) {
+    if std::mem::size_of_val(recorder) == 0 {
+        return;
+    }
+    super::global::described(recorder);
     if is_global(recorder) {
         kept.get_or_init(|| recorder.register_counter(&key(), &METADATA))
             .increment(n);
@@ -78,7 +82,7 @@ impl Handles {
             }
             let key = self
                 .success_key
-                .get_or_init(|| Key::from_static_labels("retry_kit_attempts_total", labels));
+                .get_or_init(|| Key::from_static_labels(super::ATTEMPTS, labels));
             count(recorder, &self.success, || key.clone(), 1)
         });
     }
@@ -87,7 +91,13 @@ impl Handles {
     /// (`retried`) or gives up after.
     pub(crate) fn failed(&self, function: &'static str, class: &'static str, retried: bool) {
         let Some(i) = CLASSES.iter().position(|c| *c == class) else {
-            return super::attempt(function, class, if retried { "retry" } else { "stop" });
+            let function = ::metrics::SharedString::const_str(function);
+            return super::attempt(
+                &function,
+                if retried { "retry" } else { "stop" },
+                class,
+                None,
+            );
         };
         let (kept, outcome) = if retried {
             (&self.retry[i], "retry")
@@ -98,7 +108,10 @@ impl Handles {
             count(
                 recorder,
                 kept,
-                || super::attempt_key(function, outcome, class),
+                || {
+                    let function = ::metrics::SharedString::const_str(function);
+                    super::attempt_key(&function, outcome, class, None)
+                },
                 1,
             )
         });
@@ -109,17 +122,27 @@ impl Handles {
         // A place for every reason (`StopReason::index` is an exhaustive match); should
         // `COUNT` be left behind by a new reason, its stops are still counted, uncached.
         let Some(kept) = self.stops.get(reason.index()) else {
-            return super::stopped(function, reason);
+            return super::stopped(&::metrics::SharedString::const_str(function), reason, None);
         };
         ::metrics::with_recorder(|recorder| {
-            count(recorder, kept, || super::stop_key(function, reason), 1)
+            count(
+                recorder,
+                kept,
+                || super::stop_key(&::metrics::SharedString::const_str(function), reason, None),
+                1,
+            )
         });
     }
 
     /// The wait before a retry, in seconds.
     pub(crate) fn delayed(&self, function: &'static str, seconds: f64) {
         ::metrics::with_recorder(|recorder| {
-            let key = || super::delay_key(function);
+            if std::mem::size_of_val(recorder) == 0 {
+                return;
+            }
+            super::global::described(recorder);
+            let function = ::metrics::SharedString::const_str(function);
+            let key = || super::delay_key(&function);
             if is_global(recorder) {
                 self.delay
                     .get_or_init(|| recorder.register_histogram(&key(), &METADATA))
@@ -135,7 +158,12 @@ impl Handles {
     /// An attempt started beside a slow one.
     pub(crate) fn hedged(&self, function: &'static str) {
         ::metrics::with_recorder(|recorder| {
-            count(recorder, &self.hedges, || super::hedge_key(function), 1)
+            count(
+                recorder,
+                &self.hedges,
+                || super::hedge_key(&::metrics::SharedString::const_str(function)),
+                1,
+            )
         });
     }
 }

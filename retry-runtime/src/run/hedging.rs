@@ -413,6 +413,24 @@ impl<F: Future, D, T> Fields<'_, F, D, T> {
     }
 }
 
+/// A hedged call returns `out` while `running` of its attempts have not answered: they are
+/// dropped (cancelled) with it, which `hook` is told ([`Hook::on_cancelled`](super::Hook::on_cancelled)).
+/// What [`retry_hedged!`](crate::retry_hedged) calls when it returns; nothing for a hook that
+/// wants no records (the check folds away), one test for one that does.
+#[inline(always)]
+pub fn cancelled<O: Outcome, H: super::Hook<O::Error>>(out: &O, hook: &mut H, running: u32) {
+    let _ = out;
+    if H::ACTIVE && running > 0 {
+        report_cancelled::<O::Error, H>(hook, running);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn report_cancelled<E, H: super::Hook<E>>(hook: &mut H, running: u32) {
+    hook.on_cancelled(running);
+}
+
 /// Poll one attempt with its own context installed and a panic recorded against its own hold.
 #[inline]
 fn poll_one<'p, F: Future, S, P: CallPolicy>(

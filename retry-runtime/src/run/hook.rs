@@ -27,6 +27,13 @@ pub trait Hook<E> {
     fn on_hedge(&mut self, attempt: u32, running: u32) {
         let _ = (attempt, running);
     }
+    /// Called when a hedged call returns while `running` of its attempts have not answered: they
+    /// are dropped (cancelled) with it. They were sent, so `metrics` counts them as attempts
+    /// (`outcome = "cancelled"`); nothing by default.
+    #[inline]
+    fn on_cancelled(&mut self, running: u32) {
+        let _ = running;
+    }
     /// How to show an error in a `tracing` event, if it can be shown. See
     /// [`observe`](crate::observe).
     #[inline]
@@ -77,6 +84,10 @@ impl<E: std::fmt::Display, H: Hook<E>> Hook<E> for Displayed<H> {
     #[inline]
     fn on_hedge(&mut self, attempt: u32, running: u32) {
         self.0.on_hedge(attempt, running)
+    }
+    #[inline]
+    fn on_cancelled(&mut self, running: u32) {
+        self.0.on_cancelled(running)
     }
 
     #[inline]

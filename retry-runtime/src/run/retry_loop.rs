@@ -135,15 +135,21 @@ macro_rules! retry_hedged {
                         &mut timed_out,
                     );
                     let out = then(out);
+                    let running = hedging.running();
                     let ended = $crate::run::plumbing::Ended {
                         number,
                         hold,
                         timed_out,
-                        running: hedging.running(),
+                        running,
                     };
                     // `None`: the attempt succeeded, its outcome is the call's.
                     match $call.$after(&out, ended, $classifier, $hook) {
-                        None | Some($crate::run::Next::Stop(_)) => break out,
+                        None | Some($crate::run::Next::Stop(_)) => {
+                            // The attempts still running are dropped with the call: sent, so
+                            // reported (as attempts that were cancelled).
+                            $crate::run::plumbing::cancelled(&out, $hook, running);
+                            break out;
+                        }
                         Some($crate::run::Next::Retry(delay)) => {
                             start = hedging.as_mut().admitted(&mut $call, delay, $sleep);
                         }

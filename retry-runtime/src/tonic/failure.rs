@@ -41,6 +41,9 @@ pub struct GrpcFailure {
     /// it (tonic then decodes every part of its status, binary details included). Type-erased
     /// so that hooks name one failure type whatever the response body.
     response: Option<Box<dyn Any + Send>>,
+    /// The call's method, `/pkg.Service/Method` (set by the layer on every failure a hook
+    /// sees).
+    method: Option<::http::uri::PathAndQuery>,
 }
 
 /// Where a failure happened, which decides whether repeating the attempt could act twice.
@@ -111,6 +114,36 @@ impl GrpcFailure {
         self.status.code()
     }
 
+    /// The method the call was for, its path as gRPC writes it on the wire
+    /// (`/grpc.health.v1.Health/Check`): one layer serves every method of a channel, and
+    /// this says which one failed.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::Failure;
+    /// use retry_kit::tonic::GrpcFailure;
+    ///
+    /// fn log(failure: &Failure<'_, GrpcFailure>) {
+    ///     eprintln!("{} attempt {}: {:?}", failure.error.method(), failure.attempt, failure.error.code());
+    /// }
+    /// # let _ = log;
+    /// ```
+    pub fn method(&self) -> &str {
+        self.method.as_ref().map_or("", |path| path.path())
+    }
+
+    /// Where it happened.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The same failure, of the call to `method`.
+    pub(crate) fn of_method(mut self, method: Option<&::http::uri::PathAndQuery>) -> Self {
+        self.method = method.cloned();
+        self
+    }
+
     /// Whether the server answered with this status (a Trailers-Only response), rather than
     /// the attempt failing on the way (a connection, the deadline).
     ///
@@ -146,6 +179,7 @@ impl GrpcFailure {
             status,
             kind,
             response: Some(Box::new(response)),
+            method: None,
         }
     }
 
@@ -157,6 +191,7 @@ impl GrpcFailure {
             kind,
             pushback: Pushback::Absent,
             response: None,
+            method: None,
         }
     }
 
@@ -167,6 +202,7 @@ impl GrpcFailure {
             kind: Kind::NotSentByLayer,
             pushback: Pushback::Absent,
             response: None,
+            method: None,
         }
     }
 
@@ -189,6 +225,7 @@ impl GrpcFailure {
             kind: Kind::DeadlineExceeded,
             pushback: Pushback::Absent,
             response: None,
+            method: self.method,
         }
     }
 
@@ -311,6 +348,7 @@ impl From<TimedOut> for GrpcFailure {
             kind: Kind::TimedOut,
             pushback: Pushback::Absent,
             response: None,
+            method: None,
         }
     }
 }
@@ -318,6 +356,55 @@ impl From<TimedOut> for GrpcFailure {
 impl From<CircuitOpen> for GrpcFailure {
     fn from(open: CircuitOpen) -> Self {
         GrpcFailure::not_sent(Status::unavailable(open.to_string()))
+    }
+}
+
+/// A status code's name as gRPC writes it (`UNAVAILABLE`): the `code` label and field, and
+/// the attempt span's `error.type` (OpenTelemetry's gRPC conventions, and A66's `grpc.status`,
+/// write codes so).
+pub(crate) fn code_name(code: Code) -> &'static str {
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// What names a gRPC call in its reports: the layer's `.named(..)`, else the method's path.
+pub(crate) struct ByMethod<'a> {
+    pub(crate) named: Option<&'static str>,
+    pub(crate) path: &'a str,
+}
+
+impl crate::observe::Subject for ByMethod<'_> {
+    #[inline]
+    fn with_name<R>(&self, f: impl FnOnce(crate::observe::Name<'_>) -> R) -> R {
+        match self.named {
+            Some(name) => f(crate::observe::Name::Static(name)),
+            None => f(crate::observe::Name::Text(self.path)),
+        }
+    }
+}
+
+/// Every failure has a status code.
+impl crate::observe::Status<GrpcFailure> for ByMethod<'_> {
+    #[inline]
+    fn code(&self, failure: &GrpcFailure) -> Option<&'static str> {
+        Some(code_name(failure.code()))
     }
 }
 

@@ -5,19 +5,21 @@
 //! attempt is the original request with a replay of its messages, `grpc-previous-rpc-attempts`
 //! and the time left; its response headers say whether it is committed.
 
-use super::failure::{GrpcClassifier, GrpcFailure, Kind};
+use super::call_metrics::CallTally;
+use super::failure::{ByMethod, GrpcClassifier, GrpcFailure, Kind, code_name};
 use super::layer::GrpcRetryLayer;
 use super::rules::{Codes, Plan, Rule};
 use super::wire::{self, Answer};
+use crate::authority::Authority;
 use crate::builder::begin;
 use crate::clock;
 use crate::error::TimedOut;
 use crate::observe;
 use crate::per_key::Lease;
-use crate::per_request::{Authority, held};
+use crate::per_request::held;
 use crate::policy::RetryPolicy;
 use crate::run::equip::Protections;
-use crate::run::plumbing::Conversion;
+use crate::run::plumbing::{Conversion, Displayed};
 use crate::run::{Hook, NoHook};
 use crate::tower::{BoxError, ReplayBody};
 use ::http::request::Parts;
@@ -113,7 +115,6 @@ where
     Svc::Error: Into<BoxError>,
     RB: Send + 'static,
     H: Hook<GrpcFailure> + Clone + Send + 'static,
-    observe::Observed<H>: Hook<GrpcFailure> + Send,
 {
     type Response = Response<RB>;
     type Error = BoxError;
@@ -178,6 +179,12 @@ where
         // Hedges run side by side, each on its own clone of the service.
         let spare = hedge.map(|delay| (delay, self.inner.clone()));
         let retry = layer.retry.clone();
+        let named = layer.name;
+        // A96's `grpc.target`, kept for the call only while a recorder is installed.
+        #[cfg(feature = "metrics")]
+        let origin = layer.origin.clone().filter(|_| crate::meter::recording());
+        #[cfg(not(feature = "metrics"))]
+        let origin: Option<std::sync::Arc<str>> = None;
         let max_pushback = layer.max_pushback;
         let body = ReplayBody::new(body, layer.buffer_limit);
         Box::pin(async move {
@@ -192,11 +199,21 @@ where
                     max_pushback,
                 });
             let (parts, body) = (&parts, &body);
+            let method = parts.uri.path_and_query();
             let sleep = clock::tokio_sleep;
+            // gRFC A96's tally of the call's retries, hedges and waits.
+            let tally = CallTally::new(spare.is_some());
+            // Reports name the call by its method (or the layer's name), with each failure's
+            // code; failures are shown with their `Display`, and tallied.
+            let observed = |hook| {
+                let path = parts.uri.path();
+                observe::observed_by(Displayed(tally.beside(hook)), ByMethod { named, path })
+            };
             let outcome: Outcome<RB> = match spare {
                 None => {
                     async move {
-                        begin!(retry, Outcome<RB> => call, classifier, hook else return);
+                        begin!(retry, Outcome<RB> => call, classifier,
+                            hook = observed(retry.hook); else return);
                         let timeout = attempt_limit(call.time_left(), per_attempt);
                         let deadline = call.deadline();
                         let mut inner = inner;
@@ -209,7 +226,7 @@ where
                             // under a service config one cut by the per-attempt timeout is
                             // retried as the C core retries it (the classifier's rule).
                             let out = out.unwrap_or_else(|cut| Err(GrpcFailure::from(cut)));
-                            at_deadline(out, deadline)
+                            at_deadline(out, deadline, method)
                         }, sleep: sleep)
                     }
                     .await
@@ -217,7 +234,8 @@ where
                 Some((delay, spare)) => {
                     // Owns the spare service: the attempts borrow nothing that is not `Sync`.
                     async move {
-                        begin!(retry, Outcome<RB> => call, classifier, hook else return);
+                        begin!(retry, Outcome<RB> => call, classifier,
+                            hook = observed(retry.hook); else return);
                         let timeout = attempt_limit(call.time_left(), per_attempt);
                         let deadline = call.deadline();
                         let mut first = Some(inner);
@@ -229,12 +247,20 @@ where
                             let (previous, left) = (call.attempt(), call.time_left());
                             owned_attempt(service, ready, parts, body, previous, left)
                         }, outcome: Outcome<RB>, timeout: &timeout,
-                           then: |out| at_deadline(out, deadline),
+                           then: |out| at_deadline(out, deadline, method),
                            sleep: &sleep, hedge: delay)
                     }
                     .await
                 }
             };
+            tally.record(parts.uri.path(), || {
+                let authority = match (parts.uri.host(), &origin) {
+                    (None, Some(origin)) => Authority::text(origin),
+                    (None, None) => return None,
+                    _ => Authority::of_uri(&parts.uri),
+                };
+                Some(authority.as_str().to_owned())
+            });
             outcome.or_else(GrpcFailure::into_result)
         })
     }
@@ -256,12 +282,20 @@ fn attempt_limit(
     }
 }
 
-/// An attempt's outcome, once the call's `deadline` has passed: the deadline's. The clock is
-/// read only for a failure, so a success costs nothing more.
+/// An attempt's outcome, once the call's `deadline` has passed: the deadline's; a failure
+/// says which `method` it was of. The clock is read only for a failure, so a success costs
+/// nothing more.
 #[inline]
-fn at_deadline<RB>(out: Outcome<RB>, deadline: Option<Instant>) -> Outcome<RB> {
+fn at_deadline<RB>(
+    out: Outcome<RB>,
+    deadline: Option<Instant>,
+    method: Option<&::http::uri::PathAndQuery>,
+) -> Outcome<RB> {
     match (out, deadline) {
-        (Err(failure), Some(deadline)) if clock::now() >= deadline => Err(failure.past_deadline()),
+        (Err(failure), Some(deadline)) if clock::now() >= deadline => {
+            Err(failure.past_deadline().of_method(method))
+        }
+        (Err(failure), _) => Err(failure.of_method(method)),
         (out, _) => out,
     }
 }
@@ -311,6 +345,34 @@ where
 /// before it and the time left; its response headers decide between a committed answer (the
 /// call's result, whatever its trailers say later) and a status the engine may retry.
 async fn attempt<Svc, RB>(
+    inner: &mut Svc,
+    ready: &mut bool,
+    parts: &Parts,
+    body: &ReplayBody<Body>,
+    previous: u32,
+    left: Option<Duration>,
+) -> Outcome<RB>
+where
+    Svc: Service<Request<Body>, Response = Response<RB>>,
+    Svc::Error: Into<BoxError>,
+    RB: Send + 'static,
+{
+    // Every attempt after the first runs in a span of its own (`tracing`), which says how it
+    // failed.
+    let span = observe::span::grpc_attempt(previous, parts.uri.path());
+    let out = observe::span::in_span(
+        send(inner, ready, parts, body, previous, left),
+        span.clone(),
+    )
+    .await;
+    if let Err(failure) = &out {
+        observe::span::failed(&span, code_name(failure.code()), None);
+    }
+    out
+}
+
+/// One attempt's request, sent and answered (see [`attempt`]).
+async fn send<Svc, RB>(
     inner: &mut Svc,
     ready: &mut bool,
     parts: &Parts,

@@ -6,17 +6,18 @@ mod future;
 pub use future::HttpRetryFuture;
 
 use super::replay::{BodyNotReplayable, BoxError, ReplayBody};
+use crate::CircuitBreaker;
+use crate::authority::Authority;
 use crate::chain::{self, Sending};
 use crate::class::{Classify, ErrorClass};
 use crate::error::{CircuitOpen, TimedOut};
-use crate::per_request::{Authority, BudgetForEachRequest, ForEachRequest, HttpSettings};
+use crate::per_request::{BudgetForEachRequest, ForEachRequest, HttpSettings};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::Classifier;
 use crate::run::plumbing::TimeoutSlot;
 use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{Hook, NoHook};
-use crate::{CircuitBreaker, observe};
 
 use ::http::{Request, Response, StatusCode};
 use http_body::Body;
@@ -52,6 +53,17 @@ impl<RB> HttpFailure<RB> {
     /// Whether the request could be sent again (its body fit the replay bound).
     pub fn is_repeatable(&self) -> bool {
         self.repeatable
+    }
+
+    /// Say in the attempt's span (see [`AttemptSpan`](crate::observe::AttemptSpan)) that it
+    /// failed: `error.type` is the status, or the class of an error without one.
+    pub(crate) fn in_span(&self, span: &crate::observe::span::KeptSpan) {
+        let status = self.status();
+        let error_type = match status {
+            Some(status) => crate::http::status_text(status),
+            None => self.class().as_str(),
+        };
+        span.failed(error_type, status.map(|s| s.as_u16()));
     }
 
     fn error_of(error: BoxError) -> Self {
@@ -129,6 +141,14 @@ impl<RB, B> Classifier<HttpFailure<RB>> for LayerClassifier<'_, B> {
     const LIMITS_REPEATS: bool = true;
     fn repeatable(&self, failure: &HttpFailure<RB>) -> bool {
         failure.repeatable && self.0.is_replayable()
+    }
+}
+
+/// A failed attempt's status code, where the server answered: the `code` label and field.
+impl<RB, T> crate::observe::Status<HttpFailure<RB>> for crate::per_request::ByAuthority<'_, T> {
+    #[inline]
+    fn code(&self, failure: &HttpFailure<RB>) -> Option<&'static str> {
+        failure.status().map(crate::http::status_text)
     }
 }
 
@@ -305,9 +325,20 @@ impl<H, T> HttpRetryLayer<H, T> {
         }
     }
 
-    /// The name `tracing` events and measurements give (default `"closure"`).
+    /// The name `tracing` events and measurements give every request (their `fn`), instead
+    /// of the request's authority written `host:port` (as a `PerKey` is keyed: `"api.example:443"`).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::tower::HttpRetryLayer;
+    /// use retry_kit::RetryPolicy;
+    ///
+    /// // Every request through this layer is `fn="billing_api"`, whatever host it goes to.
+    /// let layer = HttpRetryLayer::new(RetryPolicy::new()).named("billing_api");
+    /// # let _ = layer;
+    /// ```
     pub fn named(mut self, name: &'static str) -> Self {
-        self.settings.retry = self.settings.retry.named(name);
+        self.settings.name = Some(name);
         self
     }
 }
@@ -372,13 +403,14 @@ impl<Svc, H, T> HttpRetryService<Svc, H, T> {
     /// [`Service::call`], also callable without the trait in scope: send `req` (the service
     /// must be ready, as for `Service::call`) and retry it by the layer's policy. The inner
     /// service receives each attempt's request with its body in a [`ReplayBody`].
+    // In line, so that the future is built where the caller keeps it, not copied there.
+    #[inline]
     pub fn call<B, RB>(&mut self, req: Request<B>) -> HttpRetryFuture<Svc, B, H, T>
     where
         Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone,
         Svc::Error: Into<BoxError>,
         B: Body,
-        H: Clone,
-        observe::Observed<H>: Hook<HttpFailure<RB>>,
+        H: Hook<HttpFailure<RB>> + Clone,
         T: TimeoutSlot<HttpFailure<RB>> + Clone,
     {
         // The service driven to readiness serves the first attempt; a clone takes its place
@@ -394,8 +426,7 @@ where
     Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>> + Clone,
     Svc::Error: Into<BoxError>,
     B: Body,
-    H: Clone,
-    observe::Observed<H>: Hook<HttpFailure<RB>>,
+    H: Hook<HttpFailure<RB>> + Clone,
     T: TimeoutSlot<HttpFailure<RB>> + Clone,
 {
     type Response = Response<RB>;

@@ -13,7 +13,7 @@ use super::{BodyTooLong, HttpFailure, HttpRetryLayer, LayerClassifier, authority
 use crate::AdaptiveThrottle;
 use crate::clock::{self, Sleep};
 use crate::error::TimedOut;
-use crate::observe::{self, Observed};
+use crate::observe::{self, span::KeptSpan};
 use crate::per_key::Lease;
 use crate::policy::RetryPolicy;
 use crate::run::equip::Protections;
@@ -96,7 +96,13 @@ pin_project! {
         state: State<Svc::Future, B>,
         // `None` until the first poll starts it.
         call: Option<LayerCall>,
-        hook: Observed<H>,
+        hook: H,
+        // The layer's `.named(..)`; without it, reports name the request by its authority.
+        named: GivenName,
+        // The span the current attempt runs in, if it is a resend (`tracing`): kept beside the
+        // state, so that moving or dropping the state (every first attempt's) has no span to
+        // see to.
+        span: KeptSpan,
         timeout: T,
         // Ready for the first attempt; made ready again before each retry.
         inner: Svc,
@@ -179,7 +185,9 @@ where
                 throttle,
             },
             call: None,
-            hook: observe::observed(settings.retry.hook.clone(), settings.retry.name()),
+            hook: settings.retry.hook.clone(),
+            named: GivenName::new(settings.name),
+            span: KeptSpan::none(),
             timeout: settings.retry.timeout.clone(),
             inner,
             parts,
@@ -192,7 +200,7 @@ impl<Svc, B, RB, H, T> Future for HttpRetryFuture<Svc, B, H, T>
 where
     Svc: Service<Request<ReplayBody<B>>, Response = Response<RB>>,
     Svc::Error: Into<BoxError>,
-    Observed<H>: Hook<HttpFailure<RB>>,
+    H: Hook<HttpFailure<RB>>,
     T: TimeoutSlot<HttpFailure<RB>>,
 {
     type Output = Result<Response<RB>, BoxError>;
@@ -200,6 +208,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let slot = this.timeout.slot();
+        let named = this.named.get();
         let call = match this.call {
             Some(call) => call,
             None => {
@@ -216,14 +225,16 @@ where
                     panic!("`HttpRetryFuture` polled after completion");
                 };
                 let protection = Protections::chosen(*circuit, *budget, *throttle);
-                let wants_clock = Hook::<HttpFailure<RB>>::wants_clock(&*this.hook);
+                observing!(hook = &mut *this.hook, named, &*this.parts);
+                let wants_clock = Hook::<HttpFailure<RB>>::wants_clock(hook);
                 let call = Equip::<HttpFailure<RB>>::equip(
                     &protection,
                     Call::starting(*policy, wants_clock),
                 );
                 let call = this.call.insert(call);
                 if let Err(refused) = Equip::<HttpFailure<RB>>::admit(&protection, call) {
-                    observe::refused(&mut *this.hook);
+                    observing!(hook = &mut *this.hook, named, &*this.parts);
+                    observe::refused(hook);
                     this.state.set(State::Done);
                     return Poll::Ready(refused.into_answer());
                 }
@@ -234,12 +245,21 @@ where
         loop {
             match this.state.as_mut().project() {
                 StateProj::Attempt { attempt } => {
-                    let (inner, parts, body) = (&mut *this.inner, &*this.parts, &*this.body);
+                    let (span, inner) = (&*this.span, &mut *this.inner);
+                    let (parts, body) = (&*this.parts, &*this.body);
                     let out = ready!(call.in_attempt(|| {
+                        let _in_span = span.enter();
                         attempt.poll_with(cx, |step, cx| poll_step(step, cx, inner, parts, body))
                     }));
                     let out = call.settle::<Attempted<RB>, _>(&slot, out);
-                    match call.after(&out, &LayerClassifier(body), &mut *this.hook) {
+                    if let Err(failure) = &out {
+                        // Said in its span, which ends with the attempt (not after the wait
+                        // before the next one).
+                        failure.in_span(this.span);
+                        this.span.end();
+                    }
+                    observing!(hook = &mut *this.hook, named, parts);
+                    match call.after(&out, &LayerClassifier(body), hook) {
                         None => {
                             this.state.set(State::Done);
                             return Poll::Ready(match out {
@@ -254,6 +274,7 @@ where
                                 this.state.set(State::Waiting { sleep });
                             } else {
                                 this.state.set(next_attempt(call, &slot, body));
+                                resend_span(this.span, call, parts);
                             }
                         }
                     }
@@ -261,6 +282,7 @@ where
                 StateProj::Waiting { sleep } => {
                     ready!(sleep.as_mut().poll(cx));
                     this.state.set(next_attempt(call, &slot, this.body));
+                    resend_span(this.span, call, this.parts);
                 }
                 StateProj::Start { .. } | StateProj::Done => {
                     panic!("`HttpRetryFuture` polled after completion")
@@ -270,8 +292,49 @@ where
     }
 }
 
+/// Bind `$hook` to what the engine is handed for one step: with the `tracing` or `metrics`
+/// feature, the layer's hook [observed](observer) under the request's name; without them, the
+/// layer's hook itself, so that the engine runs the code it ran before there were names.
+macro_rules! observing {
+    ($hook:ident = $layer_hook:expr, $named:expr, $parts:expr) => {
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
+        let mut observed = observer($layer_hook, $named, $parts);
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
+        let $hook = &mut observed;
+        #[cfg(not(any(feature = "tracing", feature = "metrics")))]
+        let $hook = {
+            let _ = ($named, $parts);
+            $layer_hook
+        };
+    };
+}
+use observing;
+
+/// The hook the engine is handed for one step: the layer's, observed under the request's name
+/// (written only if a report needs it), its failures shown with their `Display`.
+#[cfg(any(feature = "tracing", feature = "metrics"))]
+#[inline(always)]
+fn observer<'a, H>(
+    hook: &'a mut H,
+    named: Option<&'static str>,
+    parts: &'a Parts,
+) -> observe::Observed<
+    crate::run::plumbing::Displayed<observe::Borrowed<'a, H>>,
+    crate::per_request::ByAuthority<'a, Parts>,
+> {
+    observe::observed_by(
+        crate::run::plumbing::Displayed(observe::Borrowed(hook)),
+        crate::per_request::ByAuthority {
+            named,
+            of: parts,
+            authority: authority_of,
+        },
+    )
+}
+
 /// Begin the next attempt (the first included): counted by the engine, timed by the layer's
-/// limit (or the time left before the deadline, if less), with its own copy of the body.
+/// limit (or the time left before the deadline, if less), with its own copy of the body. Its
+/// span, if it is a resend, is made by [`resend_span`] once the state is in place.
 #[inline]
 fn next_attempt<F, B, E>(
     call: &mut LayerCall,
@@ -291,6 +354,15 @@ fn next_attempt<F, B, E>(
     );
     call.begin_attempt();
     State::Attempt { attempt }
+}
+
+/// A resend runs in a span of its own (`tracing`): made here, once the attempt has begun,
+/// so that building its state (every first attempt's) makes no call.
+#[inline(always)]
+fn resend_span(span: &mut KeptSpan, call: &LayerCall, parts: &Parts) {
+    if KeptSpan::MADE && call.attempt() > 1 {
+        *span = KeptSpan::resend(call.attempt() - 1, &parts.method, || authority_of(parts));
+    }
 }
 
 /// One poll of an attempt's request: make the inner service ready (from the second attempt
@@ -356,5 +428,34 @@ where
             .field("attempt", &self.call.as_ref().map_or(0, Call::attempt))
             .field("request", &self.parts)
             .finish_non_exhaustive()
+    }
+}
+
+/// A front end's `.named(..)`, as a future keeps it: nothing (no room, no store) without the
+/// `tracing` and `metrics` features, which alone report it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GivenName {
+    #[cfg(any(feature = "tracing", feature = "metrics"))]
+    name: Option<&'static str>,
+}
+
+impl GivenName {
+    #[inline(always)]
+    pub(crate) fn new(name: Option<&'static str>) -> Self {
+        let _ = name;
+        GivenName {
+            #[cfg(any(feature = "tracing", feature = "metrics"))]
+            name,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(self) -> Option<&'static str> {
+        #[cfg(any(feature = "tracing", feature = "metrics"))]
+        {
+            self.name
+        }
+        #[cfg(not(any(feature = "tracing", feature = "metrics")))]
+        None
     }
 }

@@ -55,7 +55,6 @@ impl Authority {
         text
     }
 
-    /// Text given whole (a gRPC layer's configured origin, or `""` for no authority).
     /// A gRPC request's authority as a `PerKey` key, `host:port` (the scheme's default port
     /// when it names none); `""` for a request without one (a generated client without an
     /// origin).
@@ -74,7 +73,9 @@ impl Authority {
         }
     }
 
-    #[cfg(feature = "tonic")]
+    /// Text given whole (a gRPC layer's configured origin, a streamed request's authority
+    /// written before it was sent, or `""` for no authority).
+    #[cfg(any(feature = "tonic", feature = "reqwest-middleware"))]
     pub(crate) fn text(text: &str) -> Self {
         let mut authority = Authority::Inline {
             bytes: [0u8; ROOM],
