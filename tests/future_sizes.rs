@@ -121,5 +121,6 @@ fn retryable_futures_carry_nothing_beyond_their_state() {
 const PIN_MACRO: usize = 120;
 const PIN_MACRO_1K: usize = 120;
 const PIN_BREAKER: usize = 184;
-const PIN_HEDGED: usize = 256;
+// 256 before the cancelled hedges were reported (issue 40): see the closing note of session 11.
+const PIN_HEDGED: usize = 272;
 const PIN_FN: usize = 160;

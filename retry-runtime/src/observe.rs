@@ -159,7 +159,7 @@ pub fn observed<H>(hook: H, name: &'static str) -> Observed<H> {
 ///
 /// let policy = RetryPolicy::new().attempts(2);
 /// let mut hook = observed_by(NoHook, Named::new("billing::charge"));
-/// let mut call = Call::new(&policy, Hook::<io::Error>::wants_clock(&hook));
+/// let mut call = Call::for_hook::<io::Error, _>(&policy, &hook);
 /// let out: io::Result<u32> =
 ///     retry_sync!(call.after(&ByTrait, &mut hook) <- call.attempt_sync(|| Ok(7)));
 /// assert_eq!(out.unwrap(), 7);
