@@ -107,7 +107,7 @@ pub mod plumbing {
     pub use super::equip::StaticBudget;
     pub use super::equip::{
         AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot,
-        HoldsCircuitOpen, IntoShared, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Static,
+        HoldsCircuitOpen, IntoProtections, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Static,
         ThrottleSlot, WithAdaptive, WithBudget, WithCircuit,
     };
     pub use super::hedging::{Event, Hedging, NextEvent, cancelled};

@@ -120,7 +120,9 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
-use crate::run::equip::{CallState, IntoShared, Static, StaticBudget, WithBudget, WithCircuit};
+use crate::run::equip::{
+    CallState, IntoProtections, Static, StaticBudget, WithBudget, WithCircuit,
+};
 use crate::run::plumbing::{HoldsCircuitOpen, HoldsTimedOut};
 use crate::run::protection::Unprotected;
 use crate::run::{AttemptTimeout, NoTimeout};
@@ -206,11 +208,11 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
         breaker: &'static CircuitBreaker,
     ) -> RetryLayer<C, H, WithCircuit<S, Static<CircuitBreaker>>, T>
     where
-        S: IntoShared,
+        S: IntoProtections,
     {
         RetryLayer {
             policy: self.policy,
-            retry: (self.retry).map_protection(|s| s.into_shared().circuit(Static(breaker))),
+            retry: (self.retry).map_protection(|s| s.into_protections().circuit(Static(breaker))),
         }
     }
 
@@ -224,11 +226,12 @@ impl<C, H, S, T> RetryLayer<C, H, S, T> {
         budget: &'static B,
     ) -> RetryLayer<C, H, WithBudget<S, B::Slot>, T>
     where
-        S: IntoShared,
+        S: IntoProtections,
     {
         RetryLayer {
             policy: self.policy,
-            retry: (self.retry).map_protection(|s| s.into_shared().budget(budget.static_slot())),
+            retry: (self.retry)
+                .map_protection(|s| s.into_protections().budget(budget.static_slot())),
         }
     }
 

@@ -8,7 +8,7 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
 use crate::run::classifier::{ByTrait, Classifier};
-use crate::run::equip::{AsBudget, Equip, IntoShared, WithAdaptive, WithBudget, WithCircuit};
+use crate::run::equip::{AsBudget, Equip, IntoProtections, WithAdaptive, WithBudget, WithCircuit};
 use crate::run::hook::{Displayed, Hook, NoHook};
 use crate::run::outcome::{Conversion, Outcome};
 use crate::run::protection::Unprotected;
@@ -259,9 +259,9 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         source: &'p dyn Adapt,
     ) -> Retry<'p, C, H, WithAdaptive<S, &'p dyn Adapt>, T>
     where
-        S: IntoShared,
+        S: IntoProtections,
     {
-        let protection = self.protection.into_shared().adaptive(source);
+        let protection = self.protection.into_protections().adaptive(source);
         rebuild!(self, protection: protection)
     }
 
@@ -333,9 +333,9 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         breaker: &'p CircuitBreaker,
     ) -> Retry<'p, C, H, WithCircuit<S, &'p CircuitBreaker>, T>
     where
-        S: IntoShared,
+        S: IntoProtections,
     {
-        let protection = self.protection.into_shared().circuit(breaker);
+        let protection = self.protection.into_protections().circuit(breaker);
         rebuild!(self, protection: protection)
     }
 
@@ -347,9 +347,12 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         refused: Conversion<CircuitOpen, E>,
     ) -> Retry<'p, C, H, WithCircuit<S, BreakerWith<'p, E>>, T>
     where
-        S: IntoShared,
+        S: IntoProtections,
     {
-        let protection = self.protection.into_shared().circuit((breaker, refused));
+        let protection = self
+            .protection
+            .into_protections()
+            .circuit((breaker, refused));
         rebuild!(self, protection: protection)
     }
 
@@ -385,9 +388,12 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
         budget: &'p B,
     ) -> Retry<'p, C, H, WithBudget<S, B::Slot<'p>>, T>
     where
-        S: IntoShared,
+        S: IntoProtections,
     {
-        let protection = self.protection.into_shared().budget(budget.as_budget());
+        let protection = self
+            .protection
+            .into_protections()
+            .budget(budget.as_budget());
         rebuild!(self, protection: protection)
     }
 

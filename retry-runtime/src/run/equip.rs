@@ -134,11 +134,14 @@ impl<K, B, A> Protections<K, B, A> {
 }
 
 /// The protection `S` with its breaker slot set to `K` (what `circuit` makes of a builder).
-pub type WithCircuit<S, K> = Protections<K, <S as IntoShared>::Budget, <S as IntoShared>::Adaptive>;
+pub type WithCircuit<S, K> =
+    Protections<K, <S as IntoProtections>::Budget, <S as IntoProtections>::Adaptive>;
 /// The protection `S` with its budget slot set to `B`.
-pub type WithBudget<S, B> = Protections<<S as IntoShared>::Circuit, B, <S as IntoShared>::Adaptive>;
+pub type WithBudget<S, B> =
+    Protections<<S as IntoProtections>::Circuit, B, <S as IntoProtections>::Adaptive>;
 /// The protection `S` with its adaptive slot set to `A`.
-pub type WithAdaptive<S, A> = Protections<<S as IntoShared>::Circuit, <S as IntoShared>::Budget, A>;
+pub type WithAdaptive<S, A> =
+    Protections<<S as IntoProtections>::Circuit, <S as IntoProtections>::Budget, A>;
 
 /// The budget slot of a [`Protections`] protection without a budget.
 #[derive(Clone, Copy, Debug, Default)]
@@ -362,7 +365,7 @@ impl<'a> AdaptiveSlot<'a> for &'a dyn Adapt {
 
 /// A [`Retry`](crate::Retry) builder's protection, [`Unprotected`] or [`Protections`], on its way to
 /// [`Protections`] when one more piece is set.
-pub trait IntoShared {
+pub trait IntoProtections {
     /// The breaker slot it keeps.
     type Circuit;
     /// The budget slot it keeps.
@@ -370,25 +373,25 @@ pub trait IntoShared {
     /// The adaptive slot it keeps.
     type Adaptive;
     /// The same protection as [`Protections`].
-    fn into_shared(self) -> Protections<Self::Circuit, Self::Budget, Self::Adaptive>;
+    fn into_protections(self) -> Protections<Self::Circuit, Self::Budget, Self::Adaptive>;
 }
 
-impl IntoShared for Unprotected {
+impl IntoProtections for Unprotected {
     type Circuit = NoCircuit;
     type Budget = NoBudget;
     type Adaptive = NoAdaptive;
     #[inline]
-    fn into_shared(self) -> Protections<NoCircuit> {
+    fn into_protections(self) -> Protections<NoCircuit> {
         Protections::new()
     }
 }
 
-impl<K, B, A> IntoShared for Protections<K, B, A> {
+impl<K, B, A> IntoProtections for Protections<K, B, A> {
     type Circuit = K;
     type Budget = B;
     type Adaptive = A;
     #[inline]
-    fn into_shared(self) -> Protections<K, B, A> {
+    fn into_protections(self) -> Protections<K, B, A> {
         self
     }
 }

@@ -1,6 +1,6 @@
-//! Protections protection inside the engine: the adaptive policy, circuit breaker and retry budget
-//! a [`Call`](super::Call) consults, and its breaker permit. How a front end equips each call
-//! with them is [`shared`](super::shared).
+//! Protection inside the engine: the adaptive policy, circuit breaker and retry budget (or
+//! adaptive throttle) a [`Call`](super::Call) consults, and its breaker permit. How a front end
+//! equips each call with them is [`equip`](super::equip).
 //!
 //! Where the engine asks:
 //!
