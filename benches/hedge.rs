@@ -13,6 +13,7 @@ use cases::{BenchError, paused_runtime, poll_ready};
 use criterion::{Criterion, criterion_group, criterion_main};
 use retry_kit::{current_attempt, retryable};
 use std::hint::black_box;
+use std::pin::pin;
 use std::time::Duration;
 
 mod counting;
@@ -66,11 +67,11 @@ fn hedge(c: &mut Criterion) {
     println!("allocations per call:");
     println!(
         "  success, no hedge: {}",
-        allocations(|| drop(poll_ready(plain(1))))
+        allocations(|| drop(poll_ready(pin!(plain(1)))))
     );
     println!(
         "  success, hedged (not fired): {}",
-        allocations(|| drop(poll_ready(hedged(1))))
+        allocations(|| drop(poll_ready(pin!(hedged(1)))))
     );
     println!(
         "  hedge fires and wins: {}",
@@ -78,10 +79,10 @@ fn hedge(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("hedge");
     group.bench_function("success/plain", |b| {
-        b.iter(|| black_box(poll_ready(plain(black_box(1)))))
+        b.iter(|| black_box(poll_ready(pin!(plain(black_box(1))))))
     });
     group.bench_function("success/hedged", |b| {
-        b.iter(|| black_box(poll_ready(hedged(black_box(1)))))
+        b.iter(|| black_box(poll_ready(pin!(hedged(black_box(1))))))
     });
     group.bench_function("hedge_wins", |b| {
         b.iter(|| black_box(rt.block_on(hedge_wins(black_box(1)))))
