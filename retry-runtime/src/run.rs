@@ -75,6 +75,7 @@ pub(crate) mod outcome;
 pub(crate) mod protection;
 pub(crate) mod retry_if;
 mod retry_loop;
+pub(crate) mod slots;
 pub(crate) mod timeout;
 
 // What a loop written by hand and the builders need.
@@ -103,12 +104,8 @@ pub mod plumbing {
     pub use super::call::{Ended, InAttempt};
     pub use super::call_policy::AsPolicy;
     pub use super::classifier::Borrowed;
-    #[cfg(feature = "tower")]
-    pub use super::equip::StaticBudget;
     pub use super::equip::{
-        AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CallState, CircuitSlot,
-        HoldsCircuitOpen, IntoProtections, NoAdaptive, NoBudget, NoCircuit, RefusalOf, Static,
-        ThrottleSlot, WithAdaptive, WithBudget, WithCircuit,
+        CallState, HoldsCircuitOpen, IntoProtections, WithAdaptive, WithBudget, WithCircuit,
     };
     pub use super::hedging::{Event, Hedging, NextEvent, cancelled};
     pub use super::hook::{Displayed, FmtFn};
@@ -117,6 +114,12 @@ pub mod plumbing {
     pub use super::protection::{
         Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected,
         Window,
+    };
+    #[cfg(feature = "tower")]
+    pub use super::slots::StaticBudget;
+    pub use super::slots::{
+        AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, NoAdaptive,
+        NoBudget, NoCircuit, RefusalOf, Static, ThrottleSlot,
     };
     pub use super::timeout::{HoldsTimedOut, MaybeTimer, Timed, TimeoutSlot, Untimed};
     pub use crate::stop::Verdict;
@@ -129,8 +132,9 @@ pub mod plumbing {
 pub mod expand {
     pub use super::call_policy::{expect_policy, policy_of};
     pub use super::classifier::{class_of, resolve_already_done};
-    pub use super::equip::{circuit_open, refusal_of};
+    pub use super::equip::circuit_open;
     pub use super::outcome::ErrorOf;
     pub use super::retry_if::{IfRejected, Rejected, RejectedOf, accept_rejected, reject_if};
+    pub use super::slots::refusal_of;
     pub use super::timeout::timed_out;
 }

@@ -120,11 +120,10 @@ use crate::clock;
 use crate::error::{CircuitOpen, TimedOut};
 use crate::policy::RetryPolicy;
 use crate::policy_cell::{PolicySource, SharedCell};
-use crate::run::equip::{
-    CallState, IntoProtections, Static, StaticBudget, WithBudget, WithCircuit,
-};
+use crate::run::equip::{CallState, IntoProtections, WithBudget, WithCircuit};
 use crate::run::plumbing::{HoldsCircuitOpen, HoldsTimedOut};
 use crate::run::protection::Unprotected;
+use crate::run::slots::{Static, StaticBudget};
 use crate::run::{AttemptTimeout, NoTimeout};
 use crate::run::{ByTrait, Classifier};
 use crate::run::{Hook, NoHook};
