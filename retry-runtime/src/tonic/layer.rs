@@ -392,6 +392,29 @@ impl<H> GrpcRetryLayer<H> {
         self
     }
 
+    /// Record gRFC A96's per-call histograms under OpenTelemetry's gRPC names
+    /// (`grpc.client.call.retries`, `grpc.client.call.transparent_retries`,
+    /// `grpc.client.call.hedges`, `grpc.client.call.retry_delay`, labels `grpc.method` and
+    /// `grpc.target`; the table is in [`crate::meter`]'s docs) beside the crate's own
+    /// `retry_kit_*` families. The gRPC layer does so by default, as gRPC's own clients do: this
+    /// says so where the layer is built, and changes nothing else. The HTTP layers have no such
+    /// names to follow (OpenTelemetry defines no retry metrics for HTTP) and only the crate's own.
+    ///
+    /// They are recorded with the `metrics` feature and an installed recorder, once per call that
+    /// made more than one attempt.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::RetryPolicy;
+    /// use retry_kit::tonic::GrpcRetryLayer;
+    ///
+    /// let layer = GrpcRetryLayer::new(RetryPolicy::new()).otel_names();
+    /// # let _ = layer;
+    /// ```
+    pub fn otel_names(self) -> Self {
+        self
+    }
+
     /// The budget the service config's `retryThrottling` made (`None` without one, or after
     /// [`budget`](Self::budget)), shared by every service this layer makes: its tokens say
     /// whether retries and hedges are being throttled.

@@ -144,7 +144,9 @@ async fn a_scrape_names_each_rpc_and_host_and_says_why_it_retried() {
     let nowhere = tonic::transport::Endpoint::from_shared(format!("http://{refused}"))
         .unwrap()
         .connect_lazy();
-    let layer = GrpcRetryLayer::new(RetryPolicy::fixed(Duration::from_millis(1)).attempts(3));
+    // `.otel_names()` says in code what the gRPC layer does by default: A96's histograms.
+    let layer =
+        GrpcRetryLayer::new(RetryPolicy::fixed(Duration::from_millis(1)).attempts(3)).otel_names();
     let mut unreachable = HealthClient::new(ServiceBuilder::new().layer(layer).service(nowhere));
     let refusal = unreachable.check(request()).await.unwrap_err();
     assert_eq!(refusal.code(), Code::Unavailable, "{refusal:?}");
