@@ -173,7 +173,7 @@ pub(crate) fn with_virtual_time<R>(f: impl FnOnce() -> R) -> (R, Vec<Duration>) 
 }
 
 /// The default async sleep: tokio's inside a tokio runtime (following its clock, paused or
-/// not), and [`timer::Sleep`], a portable timer of the crate's own, on any other executor, so a
+/// not), and a portable timer of the crate's own on any other executor, so a
 /// retry never panics with "there is no reactor running" at the first failure. The async loop
 /// skips zero-length waits itself (tokio rounds a zero sleep up to its 1 ms tick on a real
 /// clock). A function returning the future rather than an `async fn`, so that the loop boxes
@@ -190,7 +190,8 @@ pub fn tokio_sleep(d: Duration) -> Sleep {
 #[cfg(feature = "tokio")]
 pub mod timer;
 
-/// What [`tokio_sleep`] returns: tokio's sleep, or the portable timer's.
+/// What [`tokio_sleep`] returns: tokio's sleep, or the portable timer's (also named
+/// `retry_kit::run::plumbing::Sleep`).
 #[cfg(feature = "tokio")]
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]

@@ -122,6 +122,8 @@ pub mod plumbing {
         NoBudget, NoCircuit, RefusalOf, Static, ThrottleSlot,
     };
     pub use super::timeout::{HoldsTimedOut, MaybeTimer, Timed, TimeoutSlot, Untimed};
+    #[cfg(feature = "tokio")]
+    pub use crate::clock::Sleep;
     pub use crate::stop::Verdict;
 }
 

@@ -190,10 +190,17 @@ impl<K, B, A> IntoProtections for Protections<K, B, A> {
 ///
 /// Call it with the error type named, `Equip::<E>::equip(&protection, call)`: a breaker turns
 /// its refusal into any `E: From<CircuitOpen>`, so `E` cannot be inferred from the arguments.
+///
+/// A hand-written loop calls both, `admit` before the first attempt (as [`Protections`]' example
+/// does): a call equipped and never admitted runs its first attempt without the breaker's
+/// permit, so an open breaker does not refuse it, and neither its outcome nor a half-open probe
+/// is counted. Nothing fails to compile or panics when `admit` is left out.
 pub trait Equip<'p, E>: CallState<'p> {
     /// Equip `call` with the breaker, budget and adaptive policy.
     fn equip<P: CallPolicy>(&self, call: Call<'p, Unprotected, P>) -> Call<'p, Self::State, P>;
-    /// Ask the breaker for the first attempt; `Err` when it refuses.
+    /// Ask the breaker (and a throttle in the budget's place) for the first attempt; `Err` when
+    /// it refuses, and the call must then make no attempt. Required before the first attempt of
+    /// an equipped call: see the trait's docs.
     fn admit<P: CallPolicy>(&self, call: &mut Call<'p, Self::State, P>) -> Result<(), E>;
 }
 

@@ -2,7 +2,7 @@
 
 /// The result type of a retried operation: `Result<T, E>`, or an alias of one.
 #[diagnostic::on_unimplemented(
-    message = "`#[retryable]` retries functions that return `Result<T, E>`, and `{Self}` is not a `Result`",
+    message = "retry-kit retries operations that return `Result<T, E>`, and `{Self}` is not a `Result`",
     label = "expected `Result<T, E>` (or an alias such as `io::Result<T>`)",
     note = "in a loop written by hand (`retry_kit::run`), the attempt is the `Result`: an async attempt needs `.await`"
 )]
