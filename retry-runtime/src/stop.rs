@@ -83,6 +83,10 @@ impl StopReason {
             "deferred_to_outer" => StopReason::DeferredToOuter,
             "already_done" => StopReason::AlreadyDone,
             "not_repeatable" => StopReason::NotRepeatable,
+            // Its time is read beside the name (a run log's `until`).
+            "deferred" => StopReason::Deferred {
+                until: std::time::SystemTime::UNIX_EPOCH,
+            },
             _ => return None,
         })
     }

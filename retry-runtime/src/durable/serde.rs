@@ -18,6 +18,10 @@
 //!   "dropped": 0
 //! }
 //! ```
+//!
+//! A stop is `{"action": "stop", "reason": "attempts_exhausted"}` (the names of
+//! [`StopReason::as_str`](crate::StopReason::as_str)); a deferred one also says when it is due,
+//! `{"action": "stop", "reason": "deferred", "until": "2026-12-04T03:00:00Z"}`.
 
 use super::record::AttemptRecord;
 use super::state::{FIRST, RetryState};
@@ -67,9 +71,16 @@ struct RecordForm {
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 enum NextForm {
-    Retry { after: String },
+    Retry {
+        after: String,
+    },
     Quarantine,
-    Stop { reason: String },
+    Stop {
+        reason: String,
+        /// When a deferred call is due (`StopReason::Deferred`'s `until`); absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<String>,
+    },
     Done,
 }
 
@@ -105,6 +116,10 @@ fn record_form(r: &AttemptRecord) -> RecordForm {
             Plan::Quarantine => NextForm::Quarantine,
             Plan::Stop(reason) => NextForm::Stop {
                 reason: reason.as_str().to_owned(),
+                until: match reason {
+                    StopReason::Deferred { until } => Some(wall::format(until)),
+                    _ => None,
+                },
             },
             Plan::Done => NextForm::Done,
         },
@@ -174,10 +189,27 @@ fn record_of(r: RecordForm) -> Result<AttemptRecord, String> {
             after: duration("after", after)?,
         },
         NextForm::Quarantine => Plan::Quarantine,
-        NextForm::Stop { reason } => {
-            Plan::Stop(StopReason::from_name(reason).ok_or_else(|| {
-                format!("attempt {}: unknown stop reason \"{reason}\"", r.attempt)
-            })?)
+        NextForm::Stop { reason, until } => {
+            let reason = match (StopReason::from_name(reason), until) {
+                // The one reason with a field: when the deferred call is due.
+                (Some(StopReason::Deferred { .. }), Some(until)) => StopReason::Deferred {
+                    until: at("until", until)?,
+                },
+                (Some(StopReason::Deferred { .. }), None) => {
+                    return Err(format!(
+                        "attempt {}: stop reason \"deferred\" without `until`",
+                        r.attempt
+                    ));
+                }
+                (Some(reason), _) => reason,
+                (None, _) => {
+                    return Err(format!(
+                        "attempt {}: unknown stop reason \"{reason}\"",
+                        r.attempt
+                    ));
+                }
+            };
+            Plan::Stop(reason)
         }
         NextForm::Done => Plan::Done,
     };
@@ -189,4 +221,63 @@ fn record_of(r: RecordForm) -> Result<AttemptRecord, String> {
         error: r.error,
         next,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(number: u32, next: Plan) -> AttemptRecord {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000 + u64::from(number));
+        AttemptRecord {
+            number,
+            started: at,
+            ended: at,
+            class: Some(ErrorClass::Transient),
+            error: Some("unavailable".into()),
+            next,
+        }
+    }
+
+    #[test]
+    fn every_next_action_reads_back_as_written_a_deferred_stop_with_its_time() {
+        let until = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_003_600_250);
+        let mut state = RetryState::default();
+        for (n, next) in [
+            Plan::Retry {
+                after: Duration::from_millis(1500),
+            },
+            Plan::Stop(StopReason::Deferred { until }),
+            Plan::Stop(StopReason::AttemptsExhausted),
+            Plan::Quarantine,
+            Plan::Done,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            state.push(record(n as u32 + 1, next));
+        }
+        let text = serde_json::to_string(&state).unwrap();
+        assert!(
+            text.contains(r#""reason":"deferred","until":"2026-11-30T"#),
+            "{text}"
+        );
+        let back: RetryState = serde_json::from_str(&text).unwrap();
+        let nexts: Vec<Plan> = back.run_log().map(|r| r.next).collect();
+        let written: Vec<Plan> = state.run_log().map(|r| r.next).collect();
+        assert_eq!(nexts, written);
+    }
+
+    #[test]
+    fn a_deferred_stop_without_its_time_is_refused_by_name() {
+        let text = r#"{"attempts": 1, "run_log": [{"attempt": 1, "started": "2026-12-04T02:00:00Z",
+            "ended": "2026-12-04T02:00:01Z", "next": {"action": "stop", "reason": "deferred"}}]}"#;
+        let error = serde_json::from_str::<RetryState>(text).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains(r#"stop reason "deferred" without `until`"#),
+            "{error}"
+        );
+    }
 }
