@@ -76,9 +76,9 @@ use std::time::{Duration, SystemTime};
 /// assert!(state.resume_at().is_some());
 ///
 /// // Second run, maybe in another process, from the state the scheduler saved: attempt 4, the
-/// // same key, and it succeeds.
+/// // same key (the value given by value or by reference), and it succeeds.
 /// let answer = Retry::new(&policy)
-///     .idempotency_key(&("2026-12-03", "billing-export"))
+///     .idempotency_key(("2026-12-03", "billing-export"))
 ///     .resume(&mut state)
 ///     .defer_after(Duration::from_secs(3))
 ///     .call(|| {
@@ -104,8 +104,9 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     /// Make the call's idempotency key a fixed function of `value`, a value that names the work
     /// (see [`Durable`]): the same value gives the same key in any process, build, platform and
     /// version of the crate ([`IdempotencyKey::of`]). Name the operation in the value too
-    /// (`(interval, "billing-export")`): the builder's calls share one operation id.
-    pub fn idempotency_key<K: Hash + ?Sized>(self, value: &K) -> Durable<'p, 'static, C, H, S, T> {
+    /// (`(interval, "billing-export")`): the builder's calls share one operation id. The value
+    /// may be given by reference too: `&v` gives the key `v` gives.
+    pub fn idempotency_key<K: Hash>(self, value: K) -> Durable<'p, 'static, C, H, S, T> {
         Durable::of(self).idempotency_key(value)
     }
 
@@ -133,9 +134,9 @@ impl<'p, 's, C, H, S, T> Durable<'p, 's, C, H, S, T> {
     }
 
     /// See [`Retry::idempotency_key`].
-    pub fn idempotency_key<K: Hash + ?Sized>(mut self, value: &K) -> Self {
+    pub fn idempotency_key<K: Hash>(mut self, value: K) -> Self {
         self.key = Some(IdempotencyKey::of(
-            value,
+            &value,
             <&RetryPolicy as CallPolicy>::OPERATION,
         ));
         self
