@@ -119,6 +119,9 @@
 //! - **A refusing budget**: a retry it refuses in the slot is handed back after the planned
 //!   wait (the slot is released while the budget refills); a handed-back retry it still
 //!   refuses when it comes up stops the task (`budget_exhausted`), as the engine stops a call.
+//!   An [`AdaptiveThrottle`](crate::AdaptiveThrottle) in the budget's place is asked before
+//!   every attempt: one it rejects is not made, and the task is handed back for the throttle's
+//!   next bucket of time.
 //! - **An open breaker** hands the task back for the breaker's cool-down without an attempt;
 //!   such deferrals are not attempts, and only the policy's deadline bounds them.
 //! - **An error of unknown type is transient** (as apalis treats a failed task), where

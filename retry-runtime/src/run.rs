@@ -115,7 +115,7 @@ pub mod plumbing {
         Adapted, AttemptHold, Holding, NoWindow, PanicSink, Protected, Protection, Unprotected,
         Window,
     };
-    #[cfg(feature = "tower")]
+    #[cfg(any(feature = "tower", feature = "apalis"))]
     pub use super::slots::StaticBudget;
     pub use super::slots::{
         AdaptiveKind, AdaptiveSlot, AsBreaker, AsBudget, BudgetSlot, CircuitSlot, NoAdaptive,

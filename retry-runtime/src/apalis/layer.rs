@@ -6,6 +6,8 @@ use crate::budget::RetryBudget;
 use crate::class::Classify;
 use crate::class::ErrorClass;
 use crate::policy::RetryPolicy;
+use crate::run::plumbing::{BudgetSlot, StaticBudget};
+use crate::throttle::AdaptiveThrottle;
 use apalis_core::error::BoxDynError;
 use std::fmt;
 use std::sync::Arc;
@@ -34,6 +36,8 @@ pub(crate) struct Settings {
     // one branch is nothing, and the layer's type stays nameable.
     pub(crate) circuit: Option<&'static CircuitBreaker>,
     pub(crate) budget: Option<&'static RetryBudget>,
+    /// An adaptive throttle in the budget's place.
+    pub(crate) throttle: Option<&'static AdaptiveThrottle>,
 }
 
 impl<S> DurableRetryLayer<S> {
@@ -51,6 +55,7 @@ impl<S> DurableRetryLayer<S> {
                 retry_after: default_retry_after,
                 circuit: None,
                 budget: None,
+                throttle: None,
             }),
         }
     }
@@ -101,9 +106,34 @@ impl<S> DurableRetryLayer<S> {
 
     /// Charge `budget` for failed attempts: a retry it refuses in the slot is handed back to
     /// the queue instead, and a handed-back retry it still refuses when it comes up stops the
-    /// task (`budget_exhausted`, resumable).
-    pub fn budget(self, budget: &'static RetryBudget) -> Self {
-        self.with(|s| s.budget = Some(budget))
+    /// task (`budget_exhausted`, resumable). A [`RetryBudget`], a fleet budget's local bucket
+    /// (feature `redis`), or an [`AdaptiveThrottle`] in the budget's place: it is asked before
+    /// every attempt, the first included, and an attempt it rejects is not made; the task is
+    /// handed back to run when the throttle's next bucket of time begins (at least a second
+    /// later: apalis schedules in whole seconds) and asks again then.
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::apalis::DurableRetryLayer;
+    /// use retry_kit::{AdaptiveThrottle, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// static THROTTLE: AdaptiveThrottle = AdaptiveThrottle::new(2.0, Duration::from_secs(120));
+    /// # #[derive(Clone)] struct Storage;
+    /// # let storage = Storage;
+    /// let layer = DurableRetryLayer::new(RetryPolicy::new(), storage).budget(&THROTTLE);
+    /// # let _ = layer;
+    /// ```
+    pub fn budget<B: StaticBudget + ?Sized>(self, budget: &'static B) -> Self {
+        let slot = budget.static_slot();
+        let (budget, throttle) = (
+            BudgetSlot::<'static>::budget(&slot).map(|lease| lease.value()),
+            BudgetSlot::<'static>::throttle(&slot),
+        );
+        self.with(|s| {
+            s.budget = budget;
+            s.throttle = throttle;
+        })
     }
 }
 
@@ -114,6 +144,7 @@ impl<S> fmt::Debug for DurableRetryLayer<S> {
             .field("hold_slot_up_to", &self.settings.hold)
             .field("circuit", &self.settings.circuit.is_some())
             .field("budget", &self.settings.budget.is_some())
+            .field("throttle", &self.settings.throttle.is_some())
             .finish_non_exhaustive()
     }
 }

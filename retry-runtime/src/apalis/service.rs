@@ -180,6 +180,17 @@ impl<Inner, S> Run<Inner, S> {
                     };
                 }
             };
+            // After the breaker, as in the engine: a request the breaker refuses is not one
+            // the throttle counts. Rejected, no attempt is made and the slot is released.
+            if let Some(throttle) = settings.throttle {
+                if let Err(rejected) = throttle.try_admit() {
+                    drop(permit);
+                    break Next::HandBack {
+                        wait: rejected.retry_after(),
+                        why: "the adaptive throttle rejected the attempt".into(),
+                    };
+                }
+            }
             state.start_attempt();
             let attempt = CallCtx::persisted(
                 key,
@@ -201,6 +212,9 @@ impl<Inner, S> Run<Inner, S> {
                     if let Some(budget) = settings.budget {
                         budget.record_success();
                     }
+                    if let Some(throttle) = settings.throttle {
+                        throttle.accepted();
+                    }
                     return Ok(response);
                 }
                 Err(e) => e,
@@ -209,10 +223,15 @@ impl<Inner, S> Run<Inner, S> {
             if let Some(permit) = permit {
                 permit.record(class);
             }
+            let retryable = matches!(class, ErrorClass::Transient | ErrorClass::IdempotentOnly);
             if let Some(budget) = settings.budget {
-                if matches!(class, ErrorClass::Transient | ErrorClass::IdempotentOnly) {
+                if retryable {
                     budget.record_failure();
                 }
+            }
+            // A permanent error is an answer: the backend accepted the request.
+            if let (Some(throttle), false) = (settings.throttle, retryable) {
+                throttle.accepted();
             }
             let read = Read {
                 error: &error,

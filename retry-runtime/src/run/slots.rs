@@ -281,10 +281,11 @@ impl<'p, E: From<CircuitOpen>> CircuitSlot<'p, E> for Static<CircuitBreaker> {
     }
 }
 
-/// What a tower `RetryLayer`'s `.budget(..)` takes, as a `&'static`: a [`RetryBudget`], an
+/// What a tower `RetryLayer`'s and the apalis `DurableRetryLayer`'s `.budget(..)` take, as a
+/// `&'static`: a [`RetryBudget`], an
 /// [`AdaptiveThrottle`], or a fleet budget (feature `redis`, its local bucket). Its slot has no
 /// lifetime in its type ([`Static`]), for the reason `Static` gives.
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "tower", feature = "apalis"))]
 pub trait StaticBudget: Sync {
     /// The slot a layer's calls are equipped with.
     type Slot: for<'p> BudgetSlot<'p> + Send + Sync;
@@ -292,7 +293,7 @@ pub trait StaticBudget: Sync {
     fn static_slot(&'static self) -> Self::Slot;
 }
 
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "tower", feature = "apalis"))]
 impl StaticBudget for RetryBudget {
     type Slot = Static<RetryBudget>;
     fn static_slot(&'static self) -> Static<RetryBudget> {
@@ -300,7 +301,7 @@ impl StaticBudget for RetryBudget {
     }
 }
 
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "tower", feature = "apalis"))]
 impl StaticBudget for AdaptiveThrottle {
     type Slot = Static<AdaptiveThrottle>;
     fn static_slot(&'static self) -> Static<AdaptiveThrottle> {
@@ -308,7 +309,7 @@ impl StaticBudget for AdaptiveThrottle {
     }
 }
 
-#[cfg(all(feature = "redis", feature = "tower"))]
+#[cfg(all(feature = "redis", any(feature = "tower", feature = "apalis")))]
 impl StaticBudget for crate::fleet::FleetBudget {
     type Slot = Static<RetryBudget>;
     fn static_slot(&'static self) -> Static<RetryBudget> {

@@ -10,7 +10,8 @@ use apalis_sqlite::SqliteStorage;
 use retry_kit::apalis::{DurableRetryLayer, Outcome, RunLog, run_log};
 use retry_kit::run::operation_id;
 use retry_kit::{
-    CircuitBreaker, ErrorClass, IdempotencyKey, Jitter, RetryBudget, RetryPolicy, StopReason,
+    AdaptiveThrottle, CircuitBreaker, ErrorClass, IdempotencyKey, Jitter, RetryBudget, RetryPolicy,
+    StopReason,
 };
 use retry_kit_durable::db::{SqliteFile, sqlite_config};
 use retry_kit_durable::receiver::{Answer, Receiver, Request};
@@ -414,6 +415,57 @@ async fn an_open_breaker_hands_the_task_back_without_an_attempt() {
     );
     assert!(matches!(logs[1].outcome(), Outcome::Waiting { .. }));
     assert_eq!(receiver.seen().len(), 1);
+}
+
+/// Rejects all but about one attempt in a million once its window holds a million requests
+/// and no accepts; an hour's window, so the test's run stays inside it.
+static REJECTING: AdaptiveThrottle = AdaptiveThrottle::new(2.0, Duration::from_secs(3600));
+/// Lets every attempt through until the backend stops accepting.
+static ADMITTING: AdaptiveThrottle = AdaptiveThrottle::new(2.0, Duration::from_secs(3600));
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttle_in_the_budgets_place_hands_back_what_it_rejects_and_hears_what_is_accepted() {
+    for _ in 0..1_000_000 {
+        REJECTING.record(false);
+    }
+    let (_file, mut storage) = queue("throttle").await;
+    let receiver = Receiver::start(script(|r| match r.interval.as_str() {
+        "2026-12-03" => Answer::Status(422),
+        _ => Answer::Store,
+    }))
+    .await;
+
+    // Rejected: no attempt is made, the task waits in the queue for the throttle.
+    let rejecting = layer(&storage, seeds_policy()).budget(&REJECTING);
+    let worker = spawn_worker!(storage, rejecting, target(&receiver), 1);
+    let rejected = push(&mut storage, task(export("2026-12-01")).build()).await;
+    until(
+        Duration::from_secs(20),
+        "the rejected task to be handed back",
+        || {
+            let (mut storage, id) = (storage.clone(), rejected.clone());
+            async move { run_log(&mut storage, &id).await.unwrap().rows().len() == 2 }
+        },
+    )
+    .await;
+    worker.stop().await;
+    let log = run_log(&mut storage, &rejected).await.unwrap();
+    assert_eq!(log.attempts(), 0, "no attempt the throttle rejected: {log}");
+    assert!(matches!(log.outcome(), Outcome::Waiting { .. }), "{log}");
+    assert!(receiver.seen().is_empty());
+
+    // Admitted: a success and a permanent error are both answers the backend accepted.
+    let admitting = layer(&storage, seeds_policy()).budget(&ADMITTING);
+    let worker = spawn_worker!(storage, admitting, target(&receiver), 1);
+    let stored = push(&mut storage, task(export("2026-12-02")).build()).await;
+    let refused = push(&mut storage, task(export("2026-12-03")).build()).await;
+    assert_eq!(ended(&storage, &stored).await.outcome(), &Outcome::Done);
+    assert_eq!(
+        ended(&storage, &refused).await.outcome(),
+        &Outcome::Quarantined
+    );
+    worker.stop().await;
+    assert_eq!(ADMITTING.counts_now(), (2, 2), "requests and accepts");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
