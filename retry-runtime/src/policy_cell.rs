@@ -204,14 +204,14 @@ impl PartialEq for SharedCell {
 }
 
 /// Where a layer finds the policy of each request: its own, or what a cell holds then.
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg(any(feature = "tower", feature = "reqwest-middleware", feature = "apalis"))]
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum PolicySource {
     Own(RetryPolicy),
     Cell(SharedCell),
 }
 
-#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg(any(feature = "tower", feature = "reqwest-middleware", feature = "apalis"))]
 impl PolicySource {
     /// The policy for a request starting now.
     #[inline]

@@ -6,6 +6,7 @@ use crate::budget::RetryBudget;
 use crate::class::Classify;
 use crate::class::ErrorClass;
 use crate::policy::RetryPolicy;
+use crate::policy_cell::{PolicySource, SharedCell};
 use crate::run::plumbing::{BudgetSlot, StaticBudget};
 use crate::throttle::AdaptiveThrottle;
 use apalis_core::error::BoxDynError;
@@ -28,7 +29,8 @@ pub struct DurableRetryLayer<S> {
 /// What every service the layer makes shares.
 #[derive(Clone)]
 pub(crate) struct Settings {
-    pub(crate) policy: RetryPolicy,
+    /// The policy, or the cell each task's run reads it from.
+    pub(crate) policy: PolicySource,
     pub(crate) hold: Duration,
     pub(crate) class: fn(&BoxDynError) -> ErrorClass,
     pub(crate) retry_after: fn(&BoxDynError) -> Option<Duration>,
@@ -46,6 +48,31 @@ impl<S> DurableRetryLayer<S> {
     /// By default waits up to 1 s are slept in the slot, and a handler's error is read as
     /// [`classify_as`](Self::classify_as) says for errors of unknown type.
     pub fn new(policy: RetryPolicy, storage: S) -> Self {
+        Self::with_source(PolicySource::Own(policy), storage)
+    }
+
+    /// Retry tasks by the policy `cell` holds when each task's run starts: a
+    /// [`PolicyCell`](crate::PolicyCell) `static`, or an `Arc` of one made at run time. A
+    /// reload reaches the next run of every task, a handed-back one included (what a task
+    /// carries is its [`RetryState`](crate::durable::RetryState), not its policy).
+    ///
+    /// ```
+    /// # extern crate retry_runtime as retry_kit;
+    /// use retry_kit::apalis::DurableRetryLayer;
+    /// use retry_kit::{PolicyCell, RetryPolicy};
+    ///
+    /// static POLICY: PolicyCell = PolicyCell::new(RetryPolicy::new());
+    /// # #[derive(Clone)] struct Storage;
+    /// # let storage = Storage;
+    /// let layer = DurableRetryLayer::from_cell(&POLICY, storage);
+    /// POLICY.set(RetryPolicy::new().attempts(5)); // from the next run on
+    /// # let _ = layer;
+    /// ```
+    pub fn from_cell(cell: impl Into<SharedCell>, storage: S) -> Self {
+        Self::with_source(PolicySource::Cell(cell.into()), storage)
+    }
+
+    fn with_source(policy: PolicySource, storage: S) -> Self {
         DurableRetryLayer {
             storage,
             settings: Arc::new(Settings {

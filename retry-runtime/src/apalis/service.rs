@@ -11,6 +11,7 @@ use crate::class::ErrorClass;
 use crate::clock;
 use crate::context::{CallCtx, IdempotencyKey};
 use crate::durable::{Plan, RetryState};
+use crate::policy::RetryPolicy;
 use crate::stop::StopReason;
 use apalis_core::backend::finalize::Durable;
 use apalis_core::backend::{FetchById, TaskSink};
@@ -160,7 +161,8 @@ impl<Inner, S> Run<Inner, S> {
             }
         }
         let settings = Arc::clone(&self.settings);
-        let policy = &settings.policy;
+        // Read once per run: a reload reaches the task's next run, never the middle of one.
+        let policy = &settings.policy.current();
         // A handed-back task's first attempt here is a retry: the budget may refuse it.
         if state.attempts() > 0 && settings.budget.is_some_and(|b| !b.allows_retry()) {
             set_last_next(&mut state, Plan::Stop(StopReason::BudgetExhausted));
@@ -257,7 +259,9 @@ impl<Inner, S> Run<Inner, S> {
             }
         };
         match next {
-            Next::HandBack { wait, why } => self.hand_back(&mut row, state, wait, why).await,
+            Next::HandBack { wait, why } => {
+                self.hand_back(&mut row, state, policy, wait, why).await
+            }
             Next::End(plan) => self.end(&mut row, state, plan).await,
         }
     }
@@ -270,6 +274,7 @@ impl<Inner, S> Run<Inner, S> {
         &mut self,
         row: &mut Row<'_, Args>,
         mut state: RetryState,
+        policy: &RetryPolicy,
         wait: Duration,
         why: String,
     ) -> Result<R, BoxDynError>
@@ -277,7 +282,6 @@ impl<Inner, S> Run<Inner, S> {
         S: TaskSink<Args, Durable> + FetchById,
         Args: Clone,
     {
-        let policy = &self.settings.policy;
         if let (Some(deadline), Some(started)) = (policy.deadline, state.started()) {
             // A wait the policy's plan did not weigh (an open breaker's) must end within the
             // deadline too.

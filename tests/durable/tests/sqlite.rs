@@ -10,8 +10,8 @@ use apalis_sqlite::SqliteStorage;
 use retry_kit::apalis::{DurableRetryLayer, Outcome, RunLog, run_log};
 use retry_kit::run::operation_id;
 use retry_kit::{
-    AdaptiveThrottle, CircuitBreaker, ErrorClass, IdempotencyKey, Jitter, RetryBudget, RetryPolicy,
-    StopReason,
+    AdaptiveThrottle, CircuitBreaker, ErrorClass, IdempotencyKey, Jitter, PolicyCell, RetryBudget,
+    RetryPolicy, StopReason,
 };
 use retry_kit_durable::db::{SqliteFile, sqlite_config};
 use retry_kit_durable::receiver::{Answer, Receiver, Request};
@@ -466,6 +466,39 @@ async fn a_throttle_in_the_budgets_place_hands_back_what_it_rejects_and_hears_wh
     );
     worker.stop().await;
     assert_eq!(ADMITTING.counts_now(), (2, 2), "requests and accepts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_cell_reload_reaches_the_next_run() {
+    let (_file, mut storage) = queue("cell").await;
+    // Every interval fails once, then is stored.
+    let receiver = Receiver::start(script(|r| match r.earlier {
+        0 => Answer::Status(503),
+        _ => Answer::Store,
+    }))
+    .await;
+    // A cell made at run time, as one per downstream read from a config map would be.
+    let cell = Arc::new(PolicyCell::new(
+        RetryPolicy::fixed(Duration::ZERO).attempts(1),
+    ));
+    let layer = DurableRetryLayer::from_cell(Arc::clone(&cell), storage.clone())
+        .classify_as::<ExportError>();
+    let worker = spawn_worker!(storage, layer, target(&receiver), 1);
+    let first = push(&mut storage, task(export("2026-12-01")).build()).await;
+    let log = ended(&storage, &first).await;
+    assert_eq!(
+        log.outcome(),
+        &Outcome::Stopped(StopReason::AttemptsExhausted),
+        "{log}"
+    );
+    assert_eq!(log.attempts(), 1);
+
+    cell.set(RetryPolicy::fixed(Duration::ZERO).attempts(2));
+    let second = push(&mut storage, task(export("2026-12-02")).build()).await;
+    let log = ended(&storage, &second).await;
+    worker.stop().await;
+    assert_eq!(log.outcome(), &Outcome::Done, "{log}");
+    assert_eq!(log.attempts(), 2, "the reloaded policy's second attempt");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
