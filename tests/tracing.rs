@@ -1,5 +1,6 @@
 //! With the `tracing` feature, every failed attempt is one event: DEBUG when the loop retries,
-//! WARN when it gives up, with the fields `fn`, `attempt`, `class`, `delay_ms` or `reason`,
+//! WARN when it gives up, with the fields `fn`, `attempt`, `class`, `next` (`retry`, `wait` or
+//! `stop`), `delay_ms` or `reason`,
 //! `elapsed_ms` and (where the error has a `Display`) `error`, inside the caller's span.
 //!
 //! The events are captured by a small subscriber written here on the `tracing` API.
@@ -159,10 +160,12 @@ fn each_failed_attempt_is_one_event_inside_the_callers_span() {
         assert_eq!(e.field("elapsed_ms"), Some((i * 1000).to_string().as_str()));
     }
     assert_eq!(events[0].level, Level::DEBUG);
+    assert_eq!(events[0].field("next"), Some("retry"));
     assert_eq!(events[0].field("delay_ms"), Some("1000"));
     assert_eq!(events[0].field("reason"), None);
     assert_eq!(events[0].field("message"), Some("attempt failed; retrying"));
     assert_eq!(events[2].level, Level::WARN);
+    assert_eq!(events[2].field("next"), Some("stop"));
     assert_eq!(events[2].field("reason"), Some("attempts_exhausted"));
     assert_eq!(events[2].field("delay_ms"), None);
     assert_eq!(

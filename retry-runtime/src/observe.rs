@@ -12,6 +12,7 @@
 //! | `fn` | the function's path, such as `my_app::db::insert` (for methods, the module path and the method's name); `"closure"` for [`Retry`](crate::Retry) unless [named](crate::Retry::named); for the layers, unless `.named(..)`: the gRPC layer's method path (`/pkg.Service/Method`), the HTTP layers' and the middleware's request authority (`host:port`) |
 //! | `attempt` | the attempt that failed, from 1 |
 //! | `class` | `transient`, `permanent`, `idempotent_only`, `already_done`, or `value` for a value `retry_if` polls past |
+//! | `next` | the next action, as [`Failure::next`](crate::Failure) says it: `retry`, `wait` (a hedged call waiting for its running attempts) or `stop` |
 //! | `delay_ms` | when retrying: the wait before the next attempt |
 //! | `code` | the layers' failed attempts that had a status: the HTTP status (`"503"`) or the gRPC code's name (`"UNAVAILABLE"`) |
 //! | `reason` | when giving up: the [`StopReason`](crate::StopReason), such as `attempts_exhausted` |
@@ -586,6 +587,7 @@ fn failed_attempt<E>(
                 "attempt" = failure.attempt,
                 "class" = class,
                 "code" = code,
+                "next" = "retry",
                 "delay_ms" = millis(delay),
                 "elapsed_ms" = elapsed_ms,
                 "error" = error,
@@ -599,6 +601,7 @@ fn failed_attempt<E>(
                 "attempt" = failure.attempt,
                 "class" = class,
                 "code" = code,
+                "next" = "wait",
                 "running" = running,
                 "elapsed_ms" = elapsed_ms,
                 "error" = error,
@@ -612,6 +615,7 @@ fn failed_attempt<E>(
                 "attempt" = failure.attempt,
                 "class" = class,
                 "code" = code,
+                "next" = "stop",
                 "reason" = reason.as_str(),
                 "elapsed_ms" = elapsed_ms,
                 "error" = error,

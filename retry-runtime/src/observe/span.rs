@@ -25,9 +25,9 @@
 //!
 //! ```text
 //! DEBUG checkout: hyper_util::client::legacy::connect::http: connecting to 127.0.0.1:8080
-//! DEBUG checkout: retry_kit: attempt failed; retrying fn="127.0.0.1:8080" attempt=1 class="transient" code="503" delay_ms=10 elapsed_ms=0 error=HTTP status 503 Service Unavailable
+//! DEBUG checkout: retry_kit: attempt failed; retrying fn="127.0.0.1:8080" attempt=1 class="transient" code="503" next="retry" delay_ms=10 elapsed_ms=0 error=HTTP status 503 Service Unavailable
 //! DEBUG checkout:resend{otel.name="GET" otel.kind="client" http.request.method="GET" server.address="127.0.0.1" server.port=8080 http.request.resend_count=1}: hyper_util::client::legacy::pool: reuse idle connection for ("http", 127.0.0.1:8080)
-//! DEBUG checkout: retry_kit: attempt failed; retrying fn="127.0.0.1:8080" attempt=2 class="transient" code="503" delay_ms=10 elapsed_ms=10 error=HTTP status 503 Service Unavailable
+//! DEBUG checkout: retry_kit: attempt failed; retrying fn="127.0.0.1:8080" attempt=2 class="transient" code="503" next="retry" delay_ms=10 elapsed_ms=10 error=HTTP status 503 Service Unavailable
 //! DEBUG checkout:resend{otel.name="GET" otel.kind="client" http.request.method="GET" server.address="127.0.0.1" server.port=8080 http.request.resend_count=2}: hyper_util::client::legacy::pool: reuse idle connection for ("http", 127.0.0.1:8080)
 //! ```
 
