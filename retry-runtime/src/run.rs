@@ -124,7 +124,7 @@ pub mod plumbing {
     pub use super::timeout::{HoldsTimedOut, MaybeTimer, Timed, TimeoutSlot, Untimed};
     #[cfg(feature = "tokio")]
     pub use crate::clock::Sleep;
-    pub use crate::stop::Verdict;
+    pub use crate::stop::{StopCode, Verdict};
 }
 
 /// What only `#[retryable]`'s expansion calls: the probes and checks its diagnostics need

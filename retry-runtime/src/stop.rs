@@ -158,18 +158,108 @@ pub enum Next {
 }
 
 /// The engine's verdict on a failed attempt before it becomes a [`Next`]: the wait before the
-/// next attempt, or why there is none. A `Result` rather than [`Next`] inside the engine: it
-/// has the layout of `Option<Duration>`, so turning it into the loop's answer costs nothing,
-/// where matching the three-way [`Next`] is not free on every failed attempt.
-pub type Verdict = Result<Duration, StopReason>;
+/// next attempt, or why there is none. A `Result` rather than [`Next`] inside the engine, and
+/// a [`StopCode`] rather than a [`StopReason`]: it has the layout of `Option<Duration>`, so
+/// turning it into the loop's answer costs nothing, where a `StopReason` (with `Deferred`'s
+/// time) would make it 24 bytes, passed through memory on every failed attempt.
+pub type Verdict = Result<Duration, StopCode>;
+
+/// A [`StopReason`] as the engine passes it between its steps: the same reasons in one byte,
+/// [`Deferred`](StopCode::Deferred) without its time (a call that defers knows it, and puts it
+/// in the [`Failure`] its hook gets). Each reason has one code and each code one reason: a new
+/// reason does not compile until it has its code.
+///
+/// ```
+/// # extern crate retry_runtime as retry_kit;
+/// use retry_kit::StopReason;
+/// use retry_kit::run::plumbing::StopCode;
+///
+/// assert_eq!(StopCode::from(StopReason::BudgetExhausted), StopCode::BudgetExhausted);
+/// assert_eq!(std::mem::size_of::<StopCode>(), 1);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StopCode {
+    /// [`StopReason::Permanent`].
+    Permanent,
+    /// [`StopReason::NotIdempotent`].
+    NotIdempotent,
+    /// [`StopReason::AttemptsExhausted`].
+    AttemptsExhausted,
+    /// [`StopReason::DeadlineExceeded`].
+    DeadlineExceeded,
+    /// [`StopReason::BudgetExhausted`].
+    BudgetExhausted,
+    /// [`StopReason::CircuitOpen`].
+    CircuitOpen,
+    /// [`StopReason::RetryAfterTooLong`].
+    RetryAfterTooLong,
+    /// [`StopReason::DeferredToOuter`].
+    DeferredToOuter,
+    /// [`StopReason::AlreadyDone`].
+    AlreadyDone,
+    /// [`StopReason::NotRepeatable`].
+    NotRepeatable,
+    /// [`StopReason::Deferred`], without its time.
+    Deferred,
+}
+
+impl From<StopReason> for StopCode {
+    #[inline]
+    fn from(reason: StopReason) -> StopCode {
+        match reason {
+            StopReason::Permanent => StopCode::Permanent,
+            StopReason::NotIdempotent => StopCode::NotIdempotent,
+            StopReason::AttemptsExhausted => StopCode::AttemptsExhausted,
+            StopReason::DeadlineExceeded => StopCode::DeadlineExceeded,
+            StopReason::BudgetExhausted => StopCode::BudgetExhausted,
+            StopReason::CircuitOpen => StopCode::CircuitOpen,
+            StopReason::RetryAfterTooLong => StopCode::RetryAfterTooLong,
+            StopReason::DeferredToOuter => StopCode::DeferredToOuter,
+            StopReason::AlreadyDone => StopCode::AlreadyDone,
+            StopReason::NotRepeatable => StopCode::NotRepeatable,
+            StopReason::Deferred { .. } => StopCode::Deferred,
+        }
+    }
+}
+
+impl StopCode {
+    /// The reason this code stands for; a deferral's is due `until` (`None`: the engine never
+    /// makes a deferral without its time, and a hand-made one is taken as due at once, the
+    /// Unix epoch).
+    #[inline]
+    pub fn reason(self, until: Option<std::time::SystemTime>) -> StopReason {
+        match self {
+            StopCode::Permanent => StopReason::Permanent,
+            StopCode::NotIdempotent => StopReason::NotIdempotent,
+            StopCode::AttemptsExhausted => StopReason::AttemptsExhausted,
+            StopCode::DeadlineExceeded => StopReason::DeadlineExceeded,
+            StopCode::BudgetExhausted => StopReason::BudgetExhausted,
+            StopCode::CircuitOpen => StopReason::CircuitOpen,
+            StopCode::RetryAfterTooLong => StopReason::RetryAfterTooLong,
+            StopCode::DeferredToOuter => StopReason::DeferredToOuter,
+            StopCode::AlreadyDone => StopReason::AlreadyDone,
+            StopCode::NotRepeatable => StopReason::NotRepeatable,
+            StopCode::Deferred => StopReason::Deferred {
+                until: until.unwrap_or(std::time::UNIX_EPOCH),
+            },
+        }
+    }
+
+    /// See [`StopReason::decided_by_error`].
+    #[inline]
+    pub(crate) fn decided_by_error(self) -> bool {
+        self.reason(None).decided_by_error()
+    }
+}
 
 impl Next {
-    /// The record's form of a sequential verdict.
+    /// The record's form of a sequential verdict; a deferral's time is `until`.
     #[inline]
-    pub(crate) fn of(verdict: Verdict) -> Next {
+    pub(crate) fn of(verdict: Verdict, until: Option<std::time::SystemTime>) -> Next {
         match verdict {
             Ok(delay) => Next::Retry(delay),
-            Err(reason) => Next::Stop(reason),
+            Err(code) => Next::Stop(code.reason(until)),
         }
     }
 }
@@ -298,8 +388,12 @@ mod tests {
         for i in 0..StopReason::COUNT {
             let reason = by_index(i).unwrap();
             if let StopReason::Deferred { .. } = reason {
-                // Carries a time: a run log records it as the retry it defers, never by name.
-                assert_eq!(StopReason::from_name(reason.as_str()), None);
+                // Carries a time: a run log writes it beside the name (`until`), and the name
+                // alone reads back as the reason, its time to be filled in.
+                assert!(matches!(
+                    StopReason::from_name(reason.as_str()),
+                    Some(StopReason::Deferred { .. })
+                ));
                 continue;
             }
             assert_eq!(StopReason::from_name(reason.as_str()), Some(reason));

@@ -24,7 +24,7 @@ use crate::class::ErrorClass;
 use crate::clock;
 use crate::error::CircuitOpen;
 use crate::per_key::Lease;
-use crate::stop::{StopReason, Verdict};
+use crate::stop::{StopCode, Verdict};
 use crate::throttle::AdaptiveThrottle;
 use std::time::{Duration, Instant};
 
@@ -341,12 +341,12 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
         }
         if let Some(budget) = self.budget {
             if !budget.allows_retry() {
-                return Err(StopReason::BudgetExhausted);
+                return Err(StopCode::BudgetExhausted);
             }
         }
         if let Some(throttle) = self.throttle {
             if throttle.try_admit().is_err() {
-                return Err(StopReason::BudgetExhausted);
+                return Err(StopCode::BudgetExhausted);
             }
         }
         self.admit_poll(verdict)
@@ -371,7 +371,7 @@ impl<'p, W: Window> Protection<'p> for Protected<'p, W> {
         if let Some(breaker) = self.breaker {
             match breaker.try_acquire() {
                 Ok(permit) => self.permit = Some(permit.managed()),
-                Err(_) => return Err(StopReason::CircuitOpen),
+                Err(_) => return Err(StopCode::CircuitOpen),
             }
         }
         verdict

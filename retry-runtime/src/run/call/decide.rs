@@ -7,8 +7,9 @@ use crate::run::call_policy::CallPolicy;
 use crate::run::classifier::Classifier;
 use crate::run::hook::Hook;
 use crate::run::protection::Protection;
-use crate::stop::{Failure, Next, StopReason, Verdict};
+use crate::stop::{Failure, Next, StopCode, Verdict};
 use std::time::Duration;
+use std::time::SystemTime;
 
 /// What the decision needs to know of a failed attempt besides its error.
 #[derive(Clone, Copy, Debug)]
@@ -58,11 +59,14 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
         // A stop the error decides (gRPC's deadline) comes before the class's and the count's.
         let stop = classifier
             .stop_reason(error)
+            .map(StopCode::from)
             .or_else(|| self.stop_for_class(class));
+        // When a deferred call is due: `None` for every policy but the durable builder's.
+        let mut deferred = None;
         let verdict = match stop {
-            Some(reason) => Err(reason),
+            Some(code) => Err(code),
             None if C::LIMITS_REPEATS && !classifier.repeatable(error) => {
-                Err(StopReason::NotRepeatable)
+                Err(StopCode::NotRepeatable)
             }
             None => {
                 let retry_after = classifier.retry_after(error);
@@ -88,8 +92,11 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                 } else {
                     self.protection.admit_retry(verdict)
                 };
-                match self.policy.defer_after() {
-                    Some(limit) => self.defer(verdict, limit),
+                if let Some(limit) = self.policy.defer_after() {
+                    deferred = self.defer(verdict, limit);
+                }
+                match deferred {
+                    Some(_) => Err(StopCode::Deferred),
                     None => verdict,
                 }
             }
@@ -100,7 +107,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
                 error,
                 class,
                 elapsed: self.elapsed(),
-                next: next_of(verdict, failed.running),
+                next: next_of(verdict, failed.running, deferred),
                 answered,
             });
         }
@@ -109,24 +116,22 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 
     /// Hand the wait back instead of sleeping it (see [`CallPolicy::defer_after`]): a wait
     /// longer than `limit`, or a breaker that is open, becomes a stop until the wait ends (or
-    /// the cool-down does).
+    /// the cool-down does). `Some(until)` when the call defers.
     #[cold]
     #[inline(never)]
-    fn defer(&self, verdict: Verdict, limit: Duration) -> Verdict {
+    fn defer(&self, verdict: Verdict, limit: Duration) -> Option<SystemTime> {
         let wait = match verdict {
             Ok(wait) if wait > limit => wait,
-            Err(StopReason::CircuitOpen) => self.protection.reopens_in().unwrap_or(Duration::ZERO),
-            verdict => return verdict,
+            Err(StopCode::CircuitOpen) => self.protection.reopens_in().unwrap_or(Duration::ZERO),
+            _ => return None,
         };
         let now = crate::clock::wall_now();
-        Err(StopReason::Deferred {
-            until: now.checked_add(wait).unwrap_or(now),
-        })
+        Some(now.checked_add(wait).unwrap_or(now))
     }
 
     /// A stop decided by the class and the attempt count alone.
     #[inline]
-    fn stop_for_class(&self, class: ErrorClass) -> Option<StopReason> {
+    fn stop_for_class(&self, class: ErrorClass) -> Option<StopCode> {
         if let Some(reason) = self.class_stop(class) {
             return Some(reason);
         }
@@ -135,12 +140,12 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 
     /// A stop decided by the class alone: the error says another attempt is pointless.
     #[inline]
-    fn class_stop(&self, class: ErrorClass) -> Option<StopReason> {
+    fn class_stop(&self, class: ErrorClass) -> Option<StopCode> {
         match class {
-            ErrorClass::Permanent => Some(StopReason::Permanent),
-            ErrorClass::AlreadyDone => Some(StopReason::AlreadyDone),
+            ErrorClass::Permanent => Some(StopCode::Permanent),
+            ErrorClass::AlreadyDone => Some(StopCode::AlreadyDone),
             ErrorClass::IdempotentOnly if !self.policy.policy().idempotent => {
-                Some(StopReason::NotIdempotent)
+                Some(StopCode::NotIdempotent)
             }
             _ => None,
         }
@@ -148,7 +153,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 
     /// Every allowed attempt has started.
     #[inline]
-    pub(in crate::run) fn exhausted(&self) -> Option<StopReason> {
+    pub(in crate::run) fn exhausted(&self) -> Option<StopCode> {
         if self.attempt() < self.max_attempts() {
             return None;
         }
@@ -160,11 +165,11 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
 /// it is was worked out before the branch, on every failed attempt that goes on.
 #[cold]
 #[inline(never)]
-fn limit_reached(max_attempts: u32) -> StopReason {
+fn limit_reached(max_attempts: u32) -> StopCode {
     if max_attempts == 0 {
-        StopReason::DeferredToOuter
+        StopCode::DeferredToOuter
     } else {
-        StopReason::AttemptsExhausted
+        StopCode::AttemptsExhausted
     }
 }
 
@@ -173,11 +178,15 @@ fn limit_reached(max_attempts: u32) -> StopReason {
 /// idempotent) ends the call at once, as a fatal status commits a gRPC call; any other stop
 /// only means no new attempt while some are still running.
 #[inline]
-pub(in crate::run) fn next_of(verdict: Verdict, running: Option<u32>) -> Next {
+pub(in crate::run) fn next_of(
+    verdict: Verdict,
+    running: Option<u32>,
+    deferred: Option<SystemTime>,
+) -> Next {
     match (verdict, running) {
-        (Err(reason), Some(running)) if running > 0 && !reason.decided_by_error() => {
+        (Err(code), Some(running)) if running > 0 && !code.decided_by_error() => {
             Next::Wait { running }
         }
-        (verdict, _) => Next::of(verdict),
+        (verdict, _) => Next::of(verdict, deferred),
     }
 }

@@ -96,6 +96,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             running: Some(ended.running),
         };
         let verdict = self.decide(error, failed, classifier, hook);
-        Some(next_of(verdict, failed.running))
+        // A hedged call is never durable: no deferral, so no time for one.
+        Some(next_of(verdict, failed.running, None))
     }
 }

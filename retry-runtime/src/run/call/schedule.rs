@@ -8,7 +8,7 @@ use crate::rng;
 use crate::run::call_policy::CallPolicy;
 use crate::run::notes::sealed::Kept;
 use crate::run::protection::Protection;
-use crate::stop::{StopReason, Verdict};
+use crate::stop::{StopCode, Verdict};
 use std::time::Duration;
 
 impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
@@ -71,7 +71,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
     ) -> Verdict {
         let wait = match retry_after {
             Some(hint) if hint > max_delay => {
-                return Err(StopReason::RetryAfterTooLong);
+                return Err(StopCode::RetryAfterTooLong);
             }
             Some(hint) => jittered.max(hint),
             None => jittered,
@@ -80,7 +80,7 @@ impl<'p, S: Protection<'p>, P: CallPolicy> Call<'p, S, P> {
             // A wait that ends exactly at the deadline is allowed.
             let ends = clock::now().checked_add(wait);
             if ends.is_none_or(|ends| ends > deadline) {
-                return Err(StopReason::DeadlineExceeded);
+                return Err(StopCode::DeadlineExceeded);
             }
         }
         Ok(wait)
