@@ -171,6 +171,15 @@ impl AsBudget for FleetBudget {
     }
 }
 
+/// A layer's `.budget(&FLEET)` (tower's `RetryLayer`, the apalis layer) keeps its local bucket.
+#[cfg(any(feature = "tower", feature = "apalis"))]
+impl crate::run::plumbing::StaticBudget for FleetBudget {
+    type Slot = crate::run::plumbing::Static<RetryBudget>;
+    fn static_slot(&'static self) -> crate::run::plumbing::Static<RetryBudget> {
+        crate::run::plumbing::Static(self.local())
+    }
+}
+
 impl fmt::Debug for FleetBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FleetBudget")

@@ -309,14 +309,6 @@ impl StaticBudget for AdaptiveThrottle {
     }
 }
 
-#[cfg(all(feature = "redis", any(feature = "tower", feature = "apalis")))]
-impl StaticBudget for crate::fleet::FleetBudget {
-    type Slot = Static<RetryBudget>;
-    fn static_slot(&'static self) -> Static<RetryBudget> {
-        Static(self.local())
-    }
-}
-
 /// The breaker slot of a [`Retry`](crate::Retry) builder without a breaker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoCircuit;
