@@ -17,7 +17,8 @@
 //!
 //! Every attempt of a task, on any worker, in any run, sends the same idempotency key, read
 //! inside the handler with [`current_attempt()`](crate::current_attempt) (the attempt number
-//! there counts across runs too). The key is the task's identity in its queue: the
+//! there counts across runs too, and starts from 1 again after [`resume`], which gives the
+//! task a fresh count). The key is the task's identity in its queue: the
 //! idempotency key the producer gave the task (`TaskBuilder::idempotency_key`, such as
 //! `"2026-12-03/billing-export"`: the interval's identity), or else its id, hashed as
 //! `IdempotencyKey::of(&(queue, identity), operation_id("retry_kit::apalis"))` (pinned: the
@@ -35,9 +36,26 @@
 //! retry-kit-durable --example guide`. A doctest here would need a SQL backend among this
 //! crate's dev-dependencies, and with it sqlx's Rust 1.94 for every test of the crate.)
 //!
+//! The dependencies it builds with (the versions the layer is tested against; sqlx is named
+//! only to give the backend its tokio runtime: without a runtime feature it panics at start,
+//! "one of the `runtime` features of SQLx must be enabled"):
+//!
+//! ```toml
+//! retry-kit = { version = "0.1", features = ["apalis"] }
+//! apalis-core = { version = "=1.0.0", default-features = false, features = ["sleep", "ulid"] }
+//! apalis-sqlite = { version = "=1.0.0", default-features = false, features = ["tokio", "migrate", "json"] }
+//! sqlx = { version = "0.9", default-features = false, features = ["runtime-tokio", "sqlite", "migrate"] }
+//! apalis = { version = "=1.0.0", default-features = false, features = ["limit"] }  # .concurrency(n)
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! A task is named by apalis's `TaskId` (`apalis_core::task::task_id::TaskId`): what
+//! [`run_log`], [`resume`] and [`RunLog::task`] take and give.
+//!
 //! What the worker needs:
 //!
-//! - **`.concurrency(n)` before the layer**: apalis's builder puts each layer inside those
+//! - **`.concurrency(n)` before the layer** (`apalis::layers::WorkerBuilderExt`, the `apalis`
+//!   crate's `limit` feature): apalis's builder puts each layer inside those
 //!   added before it (tower's `Stack`), so the limit is outside the layer, a wait slept in the
 //!   slot holds one of the `n` permits, and a task handed back frees it. (Added the other way
 //!   round, the limit is inside: a retry in the slot waits for a permit that the worker's next
@@ -80,9 +98,12 @@
 //!   It can even happen twice at once: a live worker whose rows apalis re-enqueued (see
 //!   heartbeats above) runs on beside the new owner. The successor's id is a fixed function
 //!   of the key and the row, so two runs of one row push one successor.
-//! - **Attempts are counted across runs**, and the run log records each failed one; an attempt
-//!   cut short by a crash is counted (apalis counts it when it re-enqueues the row) but has no
-//!   record.
+//! - **Attempts are counted across runs.** The run log records each failed attempt of a run
+//!   that hands the task back, stops it or quarantines it (the record travels with the
+//!   successor row, or with the row's result). A run that ends done keeps only its count:
+//!   apalis 1.0 stores a done task's own result on its row and nothing beside it, so the
+//!   failures that run retried in its slot are counted, not recorded. An attempt cut short by
+//!   a crash is counted too (apalis counts it when it re-enqueues the row), with no record.
 //! - Not guaranteed: when a successor runs. It is due at its time (apalis schedules in whole
 //!   seconds; the layer rounds up), and runs at the first poll of a free worker after that.
 //!

@@ -27,12 +27,20 @@ const COUNT_MAX: u64 = (1 << 20) - 1;
 /// in steady overload the backend sees about `K ×` the rate it accepts, whatever the callers
 /// want (`results/fleet/` reproduces the book's figure). A lower `K` throttles harder.
 ///
+/// At low volume the formula is quick to reject: a fresh throttle that has seen one request
+/// fail and none accepted rejects the next with probability 1/2 (`(1 − 0) / 2`), and only
+/// accepted answers bring it back down. That is the book's rule, meant for clients that send
+/// many requests per window; for a trickle, a [`RetryBudget`](crate::RetryBudget) (which
+/// never refuses a first attempt) fits better.
+///
 /// Usable where a budget is: `#[retryable(budget = THROTTLE)]`,
 /// [`Retry::budget`](crate::Retry::budget), and the `.budget(..)` of every layer (`RetryLayer`,
-/// `HttpRetryLayer`, `GrpcRetryLayer`, `RetryMiddleware`). Unlike a budget it refuses first
-/// attempts too: a refused first attempt fails as a refusing breaker's does,
-/// `E::from(CircuitOpen)` (so `E: From<CircuitOpen>`), and a refused retry stops the call with
-/// [`StopReason::BudgetExhausted`](crate::StopReason::BudgetExhausted).
+/// `HttpRetryLayer`, `GrpcRetryLayer`, `RetryMiddleware`, and with the `apalis` feature
+/// `DurableRetryLayer`). Unlike a budget it refuses first attempts too: a refused first
+/// attempt fails as a refusing breaker's does, `E::from(CircuitOpen)` (so `E:
+/// From<CircuitOpen>`), and a refused retry stops the call with
+/// [`StopReason::BudgetExhausted`](crate::StopReason::BudgetExhausted). The apalis layer
+/// instead hands a task whose attempt it rejects back to the queue (no error type involved).
 ///
 /// The window is ten buckets of `window / 10` packed into atomic words, as the breaker's
 /// failure-ratio window: lock-free, allocation-free, `const`-constructible for a `static`. An

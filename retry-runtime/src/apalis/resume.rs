@@ -91,10 +91,12 @@ impl fmt::Display for ResumeError {
                 "the task is quarantined, not stopped: its input is the problem; push a task \
                  with the input fixed instead",
             ),
-            ResumeError::NotStopped(outcome) => write!(
-                f,
-                "only a stopped task can be resumed; this one is {outcome:?}"
-            ),
+            ResumeError::NotStopped(outcome) => {
+                write!(
+                    f,
+                    "only a stopped task can be resumed; this one is {outcome}"
+                )
+            }
             ResumeError::RunLog(e) => write!(f, "cannot resume: {e}"),
             ResumeError::Storage(e) => write!(f, "cannot resume: {e}"),
         }
@@ -102,3 +104,19 @@ impl fmt::Display for ResumeError {
 }
 
 impl std::error::Error for ResumeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_task_not_stopped_is_refused_with_where_it_stands_in_words() {
+        let due = UNIX_EPOCH + Duration::from_secs(1_796_353_200);
+        let text = ResumeError::NotStopped(Outcome::Waiting { due }).to_string();
+        assert_eq!(
+            text,
+            "only a stopped task can be resumed; this one is waiting (due 2026-12-04T03:00:00Z)"
+        );
+    }
+}

@@ -215,6 +215,21 @@ impl fmt::Display for RunLogError {
 
 impl std::error::Error for RunLogError {}
 
+/// As the run log says it: `waiting (due 2026-12-04T03:00:00Z)`, `done`, `stopped
+/// (attempts_exhausted)`, ...
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Waiting { due } => write!(f, "waiting (due {})", wall::format(*due)),
+            Outcome::Running => f.write_str("running"),
+            Outcome::Done => f.write_str("done"),
+            Outcome::Quarantined => f.write_str("quarantined"),
+            Outcome::Stopped(reason) => write!(f, "stopped ({reason})"),
+            Outcome::Failed(text) => write!(f, "failed: {text}"),
+        }
+    }
+}
+
 impl fmt::Display for RunLog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let plural = if self.attempts == 1 { "" } else { "s" };
@@ -259,8 +274,9 @@ impl fmt::Display for RunLog {
         if unrecorded > 0 {
             writeln!(
                 f,
-                "  ({unrecorded} more failed or cut short on the last row: counted by apalis, \
-                 not recorded, as the row cannot be updated)"
+                "  ({unrecorded} more on the last row, failed and retried in its slot or cut \
+                 short by a crash: counted, not recorded, as apalis keeps only a done row's \
+                 result)"
             )?;
         }
         if let Some((class, error)) = self.last_error() {
