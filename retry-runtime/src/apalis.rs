@@ -98,13 +98,12 @@
 //!   It can even happen twice at once: a live worker whose rows apalis re-enqueued (see
 //!   heartbeats above) runs on beside the new owner. The successor's id is a fixed function
 //!   of the key and the row, so two runs of one row push one successor.
-//! - **Attempts are counted across runs, and the run log records each failed one**: with the
-//!   successor row a run hands the task back to, or with the row's result when the run ends
-//!   it. A run that ends done after failures it retried in its slot pushes one more row that
-//!   only records them (apalis 1.0 stores a done task's own result on its row and nothing
-//!   beside it); the worker that fetches that row ends it at once, done, without running the
-//!   handler. An attempt cut short by a crash is counted (apalis counts it when it re-enqueues
-//!   the row) but has no record, as are the failures of a done run if that one push failed.
+//! - **Attempts are counted across runs.** The run log records each failed attempt of a run
+//!   that hands the task back, stops it or quarantines it (the record travels with the
+//!   successor row, or with the row's result). A run that ends done keeps only its count:
+//!   apalis 1.0 stores a done task's own result on its row and nothing beside it, so the
+//!   failures that run retried in its slot are counted, not recorded. An attempt cut short by
+//!   a crash is counted too (apalis counts it when it re-enqueues the row), with no record.
 //! - Not guaranteed: when a successor runs. It is due at its time (apalis schedules in whole
 //!   seconds; the layer rounds up), and runs at the first poll of a free worker after that.
 //!

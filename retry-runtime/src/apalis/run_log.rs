@@ -52,8 +52,6 @@ pub enum Outcome {
 #[derive(Clone, Debug)]
 pub struct RunLog {
     rows: Vec<TaskId>,
-    /// The last row only records how the task ended: it ran no attempt.
-    record_row: bool,
     key: IdempotencyKey,
     state: RetryState,
     attempts: u32,
@@ -66,10 +64,7 @@ impl RunLog {
         &self.rows[0]
     }
 
-    /// Every row of the task, in order: the task, then each row it was handed back as, and
-    /// last, where a run ended the task but its own row could not keep the records (a run that
-    /// ended done after failures it retried in its slot, a stop on a row apalis would fetch
-    /// again), the row that records the end.
+    /// Every row the task ran as, in order: the task, then each row it was handed back as.
     pub fn rows(&self) -> &[TaskId] {
         &self.rows
     }
@@ -98,10 +93,8 @@ impl RunLog {
 
     /// The class and text of the last error recorded, if any attempt failed.
     pub fn last_error(&self) -> Option<(ErrorClass, &str)> {
-        self.state
-            .run_log()
-            .rev()
-            .find_map(|r| Some((r.class()?, r.error()?)))
+        let last = self.state.run_log().next_back()?;
+        Some((last.class()?, last.error()?))
     }
 
     /// Where the task stands.
@@ -145,37 +138,20 @@ where
             None => break (state, key),
         }
     };
-    // A row that only records how the task ended (see the service's `recorded_end`) runs no
-    // attempt of its own, whatever apalis counted for it.
-    let record_row = rows.len() > 1 && super::service::recorded_end(&state).is_some();
-    let on_row = if record_row {
-        0
-    } else {
-        u32::try_from(row.attempt()).unwrap_or(u32::MAX)
-    };
+    let on_row = u32::try_from(row.attempt()).unwrap_or(u32::MAX);
     let mut log = RunLog {
         rows,
-        record_row,
         key,
         attempts: state.attempts().saturating_add(on_row),
         state,
         outcome: Outcome::Running,
     };
-    // A record row says how the task ended whether or not a worker has ended the row yet.
-    let recorded = if record_row {
-        super::service::recorded_end(&log.state)
-    } else {
-        None
-    };
-    log.outcome = match (recorded, row.status()) {
-        (Some(Plan::Quarantine), _) => Outcome::Quarantined,
-        (Some(Plan::Stop(reason)), _) => Outcome::Stopped(reason),
-        (Some(_), _) => Outcome::Done,
-        (None, Status::Pending) => Outcome::Waiting {
+    log.outcome = match row.status() {
+        Status::Pending => Outcome::Waiting {
             due: UNIX_EPOCH + Duration::from_secs(row.run_at().unwrap_or_default()),
         },
-        (None, Status::Queued | Status::Running) => Outcome::Running,
-        (None, _) => {
+        Status::Queued | Status::Running => Outcome::Running,
+        _ => {
             let results = storage.check_status([id.clone()]).await.map_err(read)?;
             let result = results.into_iter().next().map(|r| r.result);
             match result {
@@ -268,9 +244,8 @@ impl fmt::Display for RunLog {
             Outcome::Failed(_) => write!(f, "failed")?,
         }
         write!(f, " after {} attempt{plural}", self.attempts)?;
-        let runs = self.rows.len() - usize::from(self.record_row);
-        if runs > 1 {
-            write!(f, " in {runs} runs")?;
+        if self.rows.len() > 1 {
+            write!(f, " in {} runs", self.rows.len())?;
         }
         writeln!(f)?;
         if self.state.dropped() > 0 {
@@ -299,8 +274,9 @@ impl fmt::Display for RunLog {
         if unrecorded > 0 {
             writeln!(
                 f,
-                "  ({unrecorded} more on the last row, cut short by a crash or not recorded: \
-                 counted by apalis)"
+                "  ({unrecorded} more on the last row, failed and retried in its slot or cut \
+                 short by a crash: counted, not recorded, as apalis keeps only a done row's \
+                 result)"
             )?;
         }
         if let Some((class, error)) = self.last_error() {

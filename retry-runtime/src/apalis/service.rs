@@ -10,7 +10,7 @@ use super::outcome::{Ended, HandedBack};
 use crate::class::ErrorClass;
 use crate::clock;
 use crate::context::{CallCtx, IdempotencyKey};
-use crate::durable::{AttemptRecord, Plan, RetryState};
+use crate::durable::{Plan, RetryState};
 use crate::policy::RetryPolicy;
 use crate::stop::StopReason;
 use apalis_core::backend::finalize::Durable;
@@ -171,8 +171,6 @@ impl<Inner, S> Run<Inner, S> {
                 .await;
         }
 
-        // Failures this run records from here on (retried in the slot, or ending it).
-        let recorded_before = state.attempts();
         let next = loop {
             let permit = match settings.circuit.map(|b| b.try_acquire()) {
                 None => None,
@@ -218,9 +216,6 @@ impl<Inner, S> Run<Inner, S> {
                     }
                     if let Some(throttle) = settings.throttle {
                         throttle.accepted();
-                    }
-                    if state.attempts() > recorded_before {
-                        self.record_done(&row, state).await;
                     }
                     return Ok(response);
                 }
@@ -365,63 +360,7 @@ impl<Inner, S> Run<Inner, S> {
         S: TaskSink<Args, Durable> + FetchById,
         Args: Clone,
     {
-        let Err(failure) = self.push_row(row, id, state, run_at, max_attempts).await else {
-            return Ok(());
-        };
-        // Not handed back: apalis fetches this row again while its attempts are below its
-        // `max_attempts` (a producer's row); a successor's row stays failed, input kept.
-        row.ctx.raw_status().store(Status::Failed);
-        Err(format!(
-            "retry-kit: could not hand task {} back to the queue as task {id} ({failure}); \
-             it is stored failed with its input, and apalis runs it again if its attempts \
-             allow",
-            row.id
-        )
-        .into())
-    }
-
-    /// The task is done after failures this run retried in its slot. Its own row keeps the
-    /// handler's result and nothing beside it (apalis 1.0), so the records go on a successor
-    /// row that only records the end: the worker that fetches it ends it at once, done,
-    /// without running the handler, and the run log reads them there. Best effort: if the push
-    /// fails the task is done all the same, with its attempts counted and their records lost.
-    async fn record_done<Args>(&mut self, row: &Row<'_, Args>, mut state: RetryState)
-    where
-        S: TaskSink<Args, Durable> + FetchById,
-        Args: Clone,
-    {
-        let now = clock::wall_now();
-        state.attempts = state.attempts.saturating_add(1);
-        let started = state.attempt_started.take().unwrap_or(now);
-        state.push(AttemptRecord {
-            number: state.attempts,
-            started,
-            ended: now,
-            class: None,
-            error: None,
-            next: Plan::Done,
-        });
-        state.resume_at = None;
-        let successor = successor_id(row.key, &row.id);
-        let at = whole_seconds_after(now, Duration::ZERO);
-        let _ = self.push_row(row, &successor, &state, at, 0).await;
-    }
-
-    /// Push the row `id`: `row`'s input with `state`, due at `run_at`; a few tries over half
-    /// a second, and a push that failed but stored the row is a push.
-    async fn push_row<Args>(
-        &mut self,
-        row: &Row<'_, Args>,
-        id: &TaskId,
-        state: &RetryState,
-        run_at: SystemTime,
-        max_attempts: usize,
-    ) -> Result<(), String>
-    where
-        S: TaskSink<Args, Durable> + FetchById,
-        Args: Clone,
-    {
-        let metadata = with_state(row.ctx.metadata(), state).map_err(|e| e.to_string())?;
+        let metadata = with_state(row.ctx.metadata(), state)?;
         let mut builder = TaskBuilder::new(row.args.clone())
             .task_id(id.clone())
             .run_at_timestamp(unix_seconds(run_at))
@@ -449,7 +388,16 @@ impl<Inner, S> Run<Inner, S> {
                 return Ok(());
             }
         }
-        Err(failure)
+        // Not handed back: apalis fetches this row again while its attempts are below its
+        // `max_attempts` (a producer's row); a successor's row stays failed, input kept.
+        row.ctx.raw_status().store(Status::Failed);
+        Err(format!(
+            "retry-kit: could not hand task {} back to the queue as task {id} ({failure}); \
+             it is stored failed with its input, and apalis runs it again if its attempts \
+             allow",
+            row.id
+        )
+        .into())
     }
 }
 
@@ -471,10 +419,10 @@ fn status_of(plan: Plan) -> Status {
 }
 
 /// How the task ended, if `state`'s last attempt ended it (a row that records the end).
-pub(super) fn recorded_end(state: &RetryState) -> Option<Plan> {
+fn recorded_end(state: &RetryState) -> Option<Plan> {
     match state.run_log().next_back()?.next() {
-        plan @ (Plan::Quarantine | Plan::Stop(_) | Plan::Done) => Some(plan),
-        Plan::Retry { .. } => None,
+        plan @ (Plan::Quarantine | Plan::Stop(_)) => Some(plan),
+        _ => None,
     }
 }
 
@@ -564,8 +512,5 @@ mod tests {
             Some(Plan::Stop(StopReason::BudgetExhausted))
         );
         assert_eq!(state.resume_at(), None);
-        // A done run's records, on the row that only records them.
-        set_last_next(&mut state, Plan::Done);
-        assert_eq!(recorded_end(&state), Some(Plan::Done));
     }
 }
