@@ -123,6 +123,47 @@ impl<'p, C, H, S, T> Retry<'p, C, H, S, T> {
     }
 }
 
+/// Start one run of a durable call (`call` and `call_async_with` alike): the builder `$retry`
+/// taken apart, the engine `$call` equipped with its protection, continuing `$state` and keyed,
+/// and `$hook`, the builder's hook with a record of each attempt in the state. A first attempt
+/// the breaker refuses returns from the enclosing function with the refusal, after noting when
+/// a deferring call may run again. A macro, not a function: the hook borrows the state that
+/// the caller hands to `finish` once the hook is dropped.
+macro_rules! begin_durable {
+    ($durable:ident, $outcome:ty => $retry:ident, $call:ident, $hook:ident, $state:ident) => {
+        let Durable {
+            retry: $retry,
+            key,
+            state: mut $state,
+            defer,
+        } = $durable;
+        let name = $retry.name();
+        let policy = Deferring {
+            policy: $retry.policy,
+            defer,
+        };
+        // The records carry times: the clock is read whatever the builder's hook wants.
+        let $call = Call::starting(policy, true);
+        let mut $call = Equip::<<$outcome as Outcome>::Error>::equip(&$retry.protection, $call);
+        start(&mut $call, key, $state.as_deref_mut());
+        if let Err(refused) =
+            Equip::<<$outcome as Outcome>::Error>::admit(&$retry.protection, &mut $call)
+        {
+            refused_now(&$call, defer, $state.as_deref_mut());
+            let mut hook = crate::observe::observed($retry.hook, name);
+            crate::observe::refused(&mut hook);
+            return <$outcome as Outcome>::failure(refused);
+        }
+        let mut $hook = crate::observe::observed(
+            Recorder {
+                inner: $retry.hook,
+                state: $state.as_deref_mut(),
+            },
+            name,
+        );
+    };
+}
+
 impl<'p, 's, C, H, S, T> Durable<'p, 's, C, H, S, T> {
     fn of(retry: Retry<'p, C, H, S, T>) -> Durable<'p, 'static, C, H, S, T> {
         Durable {
@@ -168,34 +209,7 @@ impl<'p, 's, C, H, S, T> Durable<'p, 's, C, H, S, T> {
         S: Equip<'p, O::Error>,
         T: Untimed,
     {
-        let Durable {
-            retry,
-            key,
-            mut state,
-            defer,
-        } = self;
-        let name = retry.name();
-        let policy = Deferring {
-            policy: retry.policy,
-            defer,
-        };
-        // The records carry times: the clock is read whatever the builder's hook wants.
-        let call = Call::starting(policy, true);
-        let mut call = Equip::<O::Error>::equip(&retry.protection, call);
-        start(&mut call, key, state.as_deref_mut());
-        if let Err(refused) = Equip::<O::Error>::admit(&retry.protection, &mut call) {
-            refused_now(&call, defer, state.as_deref_mut());
-            let mut hook = crate::observe::observed(retry.hook, name);
-            crate::observe::refused(&mut hook);
-            return O::failure(refused);
-        }
-        let mut hook = crate::observe::observed(
-            Recorder {
-                inner: retry.hook,
-                state: state.as_deref_mut(),
-            },
-            name,
-        );
+        begin_durable!(self, O => retry, call, hook, state);
         let classifier = retry.classifier;
         let out =
             crate::retry_sync!(call.after(&classifier, &mut hook) <- call.attempt_sync(&mut op));
@@ -236,33 +250,7 @@ impl<'p, 's, C, H, S, T> Durable<'p, 's, C, H, S, T> {
         S: Equip<'p, O::Error>,
         T: TimeoutSlot<O::Error>,
     {
-        let Durable {
-            retry,
-            key,
-            mut state,
-            defer,
-        } = self;
-        let name = retry.name();
-        let policy = Deferring {
-            policy: retry.policy,
-            defer,
-        };
-        let call = Call::starting(policy, true);
-        let mut call = Equip::<O::Error>::equip(&retry.protection, call);
-        start(&mut call, key, state.as_deref_mut());
-        if let Err(refused) = Equip::<O::Error>::admit(&retry.protection, &mut call) {
-            refused_now(&call, defer, state.as_deref_mut());
-            let mut hook = crate::observe::observed(retry.hook, name);
-            crate::observe::refused(&mut hook);
-            return O::failure(refused);
-        }
-        let mut hook = crate::observe::observed(
-            Recorder {
-                inner: retry.hook,
-                state: state.as_deref_mut(),
-            },
-            name,
-        );
+        begin_durable!(self, O => retry, call, hook, state);
         let (classifier, timeout) = (retry.classifier, retry.timeout);
         let out = crate::retry_async!(call.after(&classifier, &mut hook) <- {
             let out = call.attempt_timed(&timeout, op(), &sleep).await;
